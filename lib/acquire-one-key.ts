@@ -1,0 +1,122 @@
+import { DistributedLockError } from './errors/distributed-lock.error';
+import { LockBusyError } from './errors/lock-busy.error';
+import { LockConnectionError } from './errors/lock-connection.error';
+import { LockTimeoutError } from './errors/lock-timeout.error';
+import { monotonicNow } from './internal/clock';
+import { interruptibleDelay } from './internal/sleep';
+import { Lease, newLease } from './lease';
+import type { ResolvedLockOptions } from './options/resolve-options';
+import type { LockRedisKeys } from './redis/lock-redis-keys';
+import type { RedisLockStore } from './redis/redis-lock-store';
+import type { ReleaseSubscriber } from './redis/release-subscriber';
+
+export interface AcquireContext {
+  store: RedisLockStore;
+  subscriber: ReleaseSubscriber;
+  waiterLease: number;
+  /** Aborts when the service shuts down: every waiter stops at once. */
+  shutdown: AbortSignal;
+}
+
+/**
+ * Takes one key, waiting according to the policy. Returns the lease, or throws:
+ * `LockBusyError` (busy, no waiting), `LockTimeoutError` (waited `waitTimeout`),
+ * `LockConnectionError` (Redis unreachable or too slow, never confused with busy).
+ *
+ * Waiting is queue-based: a busy 'retry' attempt takes a place in the key's FIFO queue in Redis,
+ * and the releasing holder publishes the token of the next waiter, so exactly one waiter wakes per
+ * release and the lock goes to the longest waiter. Timers are only the safety net: the queue head
+ * wakes when the holder's lease would end (holder crashed), everyone refreshes their place every
+ * third of `waiterLease`, and without a confirmed subscription waiters poll with exponential
+ * backoff and full jitter, capped by the holder's remaining lease.
+ */
+export async function acquireOneKey(
+  ctx: AcquireContext,
+  keys: LockRedisKeys,
+  token: string,
+  options: ResolvedLockOptions,
+  waitUntil: number,
+): Promise<Lease> {
+  const waits = options.onBusy === 'retry';
+  const started = monotonicNow();
+  let attempts = 0;
+  let listening: { confirmed: boolean; stop: () => void } | undefined;
+  let wake: (() => void) | undefined;
+  // A notification can arrive while an attempt is on the wire (it travels on another connection);
+  // remember it so the next step retries at once instead of sleeping through it.
+  let notified = false;
+  let queued = false;
+  try {
+    for (;;) {
+      if (ctx.shutdown.aborted) throw new DistributedLockError(`LockService is shutting down; lock "${keys.key}" was not acquired.`);
+      attempts++;
+      notified = false;
+      const sentAt = monotonicNow();
+      let reply;
+      try {
+        reply = await ctx.store.acquire(keys, token, options.ttl, waits);
+      } catch (error) {
+        // The attempt may have reached Redis even though we saw no answer: take back anything it did.
+        abandonQuietly(ctx, keys, token);
+        queued = false;
+        throw error;
+      }
+      if (reply.acquired) {
+        const lease = newLease(keys, reply.fence, options.ttl, sentAt);
+        if (monotonicNow() < lease.deadline) return lease;
+        // Redis answered so late that no validity is left: count it as failed and give it back.
+        abandonQuietly(ctx, keys, token);
+        throw new LockConnectionError(
+          `Redis answered the acquire of "${keys.key}" after ${Math.round(monotonicNow() - sentAt)} ms, beyond its ${options.ttl} ms lease; the lock was given back.`,
+          'acquire',
+        );
+      }
+      queued = reply.position >= 0;
+      if (!waits) throw new LockBusyError(keys.key, reply.holderTtl);
+      const remaining = waitUntil - monotonicNow();
+      if (remaining <= 0) throw new LockTimeoutError(keys.key, monotonicNow() - started, attempts);
+      if (!listening) {
+        // Subscribe only once we know we must wait (uncontended acquires stay one round trip), then
+        // try again at once: a release between our attempt and the subscription would be missed.
+        listening = await ctx.subscriber.listen(keys.channel, token, () => {
+          notified = true;
+          wake?.();
+        });
+        continue;
+      }
+      if (notified) continue;
+      const delay = nextDelay(reply.holderTtl, reply.position, attempts, listening.confirmed, options, ctx.waiterLease);
+      const pause = interruptibleDelay(Math.min(delay, remaining), ctx.shutdown);
+      wake = pause.wake;
+      await pause.promise;
+      wake = undefined;
+    }
+  } catch (error) {
+    if (queued) abandonQuietly(ctx, keys, token);
+    throw error;
+  } finally {
+    listening?.stop();
+  }
+}
+
+function nextDelay(
+  holderTtl: number,
+  position: number,
+  attempts: number,
+  subscribed: boolean,
+  options: ResolvedLockOptions,
+  waiterLease: number,
+): number {
+  // Refresh our place in the queue well before it is considered abandoned.
+  const refresh = Math.floor(waiterLease / 3) * (0.8 + Math.random() * 0.2);
+  // The head wakes when the holder's lease would end, in case the holder died without releasing.
+  const untilHolderExpiry = position === 0 && holderTtl > 0 ? holderTtl + 1 : Infinity;
+  if (subscribed) return Math.min(refresh, untilHolderExpiry);
+  const backoff = Math.min(options.retryDelay.max, options.retryDelay.min * 2 ** Math.min(attempts, 20));
+  return Math.min(refresh, untilHolderExpiry, Math.max(1, Math.random() * backoff));
+}
+
+/** Fire-and-forget, owner-checked clean-up; failures only mean the queue entry or lease lapse by themselves. */
+function abandonQuietly(ctx: AcquireContext, keys: LockRedisKeys, token: string): void {
+  ctx.store.abandon(keys, token).catch(() => undefined);
+}

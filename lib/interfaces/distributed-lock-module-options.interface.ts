@@ -1,0 +1,21 @@
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { LockOptions } from './lock-options.interface';
+
+/** `redis` accepts a URL, ioredis options, or a client you created (which the module never closes). */
+export type RedisConnectionOption = string | RedisOptions | Redis | Cluster;
+
+export interface DistributedLockModuleOptions extends LockOptions {
+  /** Where locks live. A URL or options make a connection the module owns; an instance stays yours. */
+  redis: RedisConnectionOption;
+  /** Namespace of every Redis key (and channel) the module writes. @default 'lock:' */
+  keyPrefix?: string;
+  /** Bound of every Redis call in ms; a slower answer is a `LockConnectionError`. @default 2000 */
+  commandTimeout?: number;
+  /**
+   * A queued waiter that has not refreshed its place for this many ms (crashed, paused) is skipped.
+   * Live waiters refresh every third of it. @default 3000
+   */
+  waiterLease?: number;
+  /** Bound of releasing held locks and closing connections at application shutdown, in ms. @default 5000 */
+  shutdownTimeout?: number;
+}

@@ -1,0 +1,2 @@
+export * from './lock-options.interface';
+export * from './distributed-lock-module-options.interface';

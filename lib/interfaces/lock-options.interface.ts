@@ -1,0 +1,37 @@
+import type { LockLostError } from '../errors/lock-lost.error';
+import type { Lock } from '../lock';
+
+/** What to do when the key is held by someone else. */
+export type OnBusyPolicy = 'retry' | 'throw' | 'fail-fast';
+
+/** Fallback polling used only while no release notification can reach this waiter. */
+export interface RetryDelayOptions {
+  /** First fallback delay in ms; doubles per attempt, full jitter. @default 25 */
+  min?: number;
+  /** Cap of the fallback delay in ms. @default 1000 */
+  max?: number;
+}
+
+/** Per-call options; every field left out inherits the module's default. */
+export interface LockOptions {
+  /** Lease in ms (integer 1 … 2,147,483,647). The watchdog renews it every ttl/3 while held. @default 30000 */
+  ttl?: number;
+  /** Policy when the key is held: wait (bounded), throw `LockBusyError`, or give up quietly. @default 'retry' */
+  onBusy?: OnBusyPolicy;
+  /** Upper bound of waiting with `'retry'` in ms; 0 means one attempt. @default 5000 */
+  waitTimeout?: number;
+  /** Renew the lease automatically while held. @default true */
+  watchdog?: boolean;
+  /** The watchdog stops renewing after this many ms of holding, so a stuck holder cannot keep a key forever. @default 600000 */
+  maxHold?: number;
+  /** Fallback polling delays (see RetryDelayOptions). */
+  retryDelay?: RetryDelayOptions;
+  /** Called once when this lock's lease is lost (in addition to aborting `lock.signal`). Never awaited; errors are logged. */
+  onLockLost?: (lock: Lock, error: LockLostError) => void;
+}
+
+/** Options of `withLock`. */
+export interface WithLockOptions<F = undefined> extends LockOptions {
+  /** With `onBusy: 'fail-fast'`: what `withLock` resolves to when the key is busy. @default undefined */
+  fallback?: F | (() => F);
+}

@@ -1,0 +1,24 @@
+import { LockKeyError } from '../errors/lock-key.error';
+import { MAX_KEY_BYTES } from '../options/lock-defaults';
+import { describe } from '../options/validate-options';
+
+/**
+ * Validates keys before any Redis command and puts them in the one canonical order (sorted,
+ * duplicates dropped) in which every caller takes them, so `['a','b']` and `['b','a']` cannot
+ * deadlock each other. Keys are taken literally: `*`, `?`, `[`, braces, CR/LF and unicode are data.
+ */
+export function normalizeKeys(input: unknown): string[] {
+  const list = Array.isArray(input) ? input : [input];
+  if (list.length === 0) throw new LockKeyError('Lock keys: expected at least one key, got an empty array.');
+  for (const key of list) {
+    if (typeof key !== 'string') {
+      throw new LockKeyError(`Lock key: expected a non-empty string, got ${describe(key)}. Build the key from a string or number id.`);
+    }
+    if (key.length === 0) throw new LockKeyError('Lock key: expected a non-empty string, got "". An empty key would make unrelated callers share one lock.');
+    const bytes = Buffer.byteLength(key, 'utf8');
+    if (bytes > MAX_KEY_BYTES) {
+      throw new LockKeyError(`Lock key "${key.slice(0, 40)}…" is ${bytes} bytes long; the limit is ${MAX_KEY_BYTES}. Lock on an id rather than on a payload.`);
+    }
+  }
+  return [...new Set(list as string[])].sort();
+}

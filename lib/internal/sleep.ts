@@ -1,0 +1,16 @@
+/** A delay that ends early when `wake` is called or `signal` aborts; its timer never keeps the process alive. */
+export function interruptibleDelay(ms: number, signal?: AbortSignal): { promise: Promise<void>; wake: () => void } {
+  let wake!: () => void;
+  const promise = new Promise<void>((resolve) => {
+    const timer = setTimeout(finish, Math.max(0, ms));
+    timer.unref();
+    function finish() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', finish);
+      resolve();
+    }
+    wake = finish;
+    signal?.addEventListener('abort', finish, { once: true });
+  });
+  return { promise, wake };
+}

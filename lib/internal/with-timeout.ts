@@ -1,0 +1,42 @@
+import { DistributedLockError } from '../errors/distributed-lock.error';
+import { LockConnectionError } from '../errors/lock-connection.error';
+
+/**
+ * Bounds one Redis call and turns every failure of the transport or server into a
+ * `LockConnectionError` (never "busy"): closed connection, refused, frozen server, READONLY after a
+ * failover, LOADING, CLUSTERDOWN — the lock state is unknown in all of them.
+ */
+export function withTimeout<T>(operation: string, timeoutMs: number, run: () => Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(
+        new LockConnectionError(
+          `Redis did not answer ${operation} within ${timeoutMs} ms (unreachable, frozen or overloaded). The lock state is unknown; nothing ran under it.`,
+          operation,
+        ),
+      );
+    }, timeoutMs);
+    let promise: Promise<T>;
+    try {
+      promise = run();
+    } catch (error) {
+      promise = Promise.reject(error);
+    }
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(toConnectionError(operation, error));
+      },
+    );
+  });
+}
+
+export function toConnectionError(operation: string, error: unknown): Error {
+  if (error instanceof DistributedLockError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new LockConnectionError(`Redis ${operation} failed: ${message}`, operation, { cause: error });
+}

@@ -1,0 +1,34 @@
+import type { LockRedisKeys } from './redis/lock-redis-keys';
+
+/**
+ * One key's lease as this process knows it. `deadline` is on the monotonic clock and counts from
+ * the moment the successful request was *sent*, minus a drift margin, so it never outlives the
+ * lease Redis holds (Redis may have started the TTL later, never earlier).
+ */
+export interface Lease {
+  readonly keys: LockRedisKeys;
+  readonly fence: number;
+  ttl: number;
+  deadline: number;
+  /** When the watchdog should renew next (monotonic ms). */
+  renewAt: number;
+  /** A renewal for this lease is on the wire; do not send another. */
+  renewing: boolean;
+}
+
+/** Clock drift and timer lateness allowance, as Redlock computes it: 1% of the TTL plus 2 ms. */
+export const driftFor = (ttl: number): number => Math.floor(ttl * 0.01) + 2;
+
+/** The watchdog renews at a third of the lease, leaving two more chances before it lapses. */
+export const renewIntervalFor = (ttl: number): number => Math.max(1, Math.floor(ttl / 3));
+
+export function newLease(keys: LockRedisKeys, fence: number, ttl: number, sentAt: number): Lease {
+  return { keys, fence, ttl, deadline: sentAt + ttl - driftFor(ttl), renewAt: sentAt + renewIntervalFor(ttl), renewing: false };
+}
+
+/** Records a successful renewal or extension sent at `sentAt`. */
+export function renewLease(lease: Lease, ttl: number, sentAt: number): void {
+  lease.ttl = ttl;
+  lease.deadline = sentAt + ttl - driftFor(ttl);
+  lease.renewAt = sentAt + renewIntervalFor(ttl);
+}

@@ -1,0 +1,32 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Lock } from './lock';
+
+interface LockContextFrame {
+  /** Innermost lock of this async context. */
+  readonly lock: Lock;
+  /** Every lock held along this call chain, by `${service id}\0${key}`. */
+  readonly held: ReadonlyMap<string, Lock>;
+}
+
+// `run` only, never `enterWith`: a context must end with the callback that opened it, or it
+// would leak into whatever the same async resource serves next (another request).
+const storage = new AsyncLocalStorage<LockContextFrame>();
+
+/** The Lock of the innermost `@Locked` method or `withLock` callback running in this async context. */
+export function currentLock(): Lock | undefined {
+  return storage.getStore()?.lock;
+}
+
+/** @internal */
+export function runInLockContext<T>(serviceId: number, lock: Lock, fn: () => T): T {
+  const held = new Map(storage.getStore()?.held);
+  for (const key of lock.keys) held.set(contextKey(serviceId, key), lock);
+  return storage.run({ lock, held }, fn);
+}
+
+/** @internal The lock of this call chain that holds `key`, if any (reentrancy). */
+export function heldInContext(serviceId: number, key: string): Lock | undefined {
+  return storage.getStore()?.held.get(contextKey(serviceId, key));
+}
+
+const contextKey = (serviceId: number, key: string) => `${serviceId}\0${key}`;

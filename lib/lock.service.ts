@@ -1,0 +1,215 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { AcquireContext, acquireOneKey } from './acquire-one-key';
+import { DISTRIBUTED_LOCK_OPTIONS } from './distributed-lock.module-definition';
+import { DistributedLockError } from './errors/distributed-lock.error';
+import { LockBusyError } from './errors/lock-busy.error';
+import { LockConnectionError } from './errors/lock-connection.error';
+import { LockTimeoutError } from './errors/lock-timeout.error';
+import type { DistributedLockModuleOptions } from './interfaces/distributed-lock-module-options.interface';
+import type { LockOptions, WithLockOptions } from './interfaces/lock-options.interface';
+import { monotonicNow } from './internal/clock';
+import { normalizeKeys } from './internal/normalize-keys';
+import { newOwnerToken } from './internal/token';
+import type { Lease } from './lease';
+import { Lock } from './lock';
+import { heldInContext, runInLockContext } from './lock-context';
+import { LockRuntime, LockStats, emptyStats } from './lock-runtime';
+import { ResolvedLockOptions, ResolvedModuleOptions, resolveLockOptions, resolveModuleOptions } from './options/resolve-options';
+import { RedisConnection, closeConnection, createRedisConnection, waitUntilReady } from './redis/redis-connection';
+import { RedisLockStore } from './redis/redis-lock-store';
+import { ReleaseSubscriber } from './redis/release-subscriber';
+import { Watchdog } from './watchdog';
+
+let nextServiceId = 1;
+
+/**
+ * Acquire, wait for and release distributed locks on Redis.
+ *
+ * Usable without Nest too: `new LockService({ redis: 'redis://…' })`, then `await service.close()`.
+ */
+@Injectable()
+export class LockService implements OnModuleInit, OnApplicationShutdown, LockRuntime {
+  /** @internal */ readonly id = nextServiceId++;
+  /** @internal */ readonly store: RedisLockStore;
+  /** @internal */ readonly watchdog: Watchdog;
+  /** @internal */ readonly logger = new Logger('DistributedLock');
+  /** @internal */ readonly stats: LockStats = emptyStats();
+  /** @internal */ readonly settings: ResolvedModuleOptions;
+
+  private readonly connection: RedisConnection;
+  private readonly subscriber: ReleaseSubscriber;
+  private readonly shutdown = new AbortController();
+  private readonly held = new Set<Lock>();
+  private closing?: Promise<void>;
+
+  constructor(@Inject(DISTRIBUTED_LOCK_OPTIONS) options: DistributedLockModuleOptions) {
+    this.settings = resolveModuleOptions(options);
+    this.connection = createRedisConnection(options.redis, this.settings.commandTimeout);
+    if (this.connection.owned) {
+      // ioredis reports connection trouble as 'error' events; unhandled, they would be printed raw.
+      this.connection.client.on('error', (error: Error) => this.logger.debug?.(`Redis connection: ${error.message}`));
+    }
+    const { client } = this.connection;
+    const { keyPrefix, commandTimeout, waiterLease } = this.settings;
+    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease);
+    this.subscriber = new ReleaseSubscriber(client, commandTimeout, this.logger);
+    this.watchdog = new Watchdog(this.store, this.logger, this.stats);
+  }
+
+  /** Waits (bounded) for the connection, so the first lock of the application does not fail on a handshake in progress. */
+  async onModuleInit(): Promise<void> {
+    const ready = await waitUntilReady(this.connection.client, Math.max(this.settings.commandTimeout, 1_000));
+    if (!ready) this.logger.error('Redis is not reachable yet; lock calls fail with LockConnectionError until it is.');
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.close();
+  }
+
+  /**
+   * Takes the lock on `key` (or all `keys`, all-or-nothing, in canonical order).
+   * - `'retry'` waits up to `waitTimeout`, then throws `LockTimeoutError`;
+   * - `'throw'` throws `LockBusyError` at once;
+   * - `'fail-fast'` (only when given in this call) resolves to `null` when busy.
+   * A module-wide `'fail-fast'` default makes `acquire` throw `LockBusyError` instead, so its type stays honest.
+   */
+  acquire(key: string | readonly string[], options: LockOptions & { onBusy: 'fail-fast' }): Promise<Lock | null>;
+  acquire(key: string | readonly string[], options?: LockOptions & { onBusy?: 'retry' | 'throw' }): Promise<Lock>;
+  async acquire(key: string | readonly string[], options?: LockOptions): Promise<Lock | null> {
+    const resolved = this.resolve(options);
+    if (options?.onBusy === undefined && resolved.onBusy === 'fail-fast') resolved.onBusy = 'throw';
+    try {
+      return await this.take(key, resolved);
+    } catch (error) {
+      if (error instanceof LockBusyError && resolved.onBusy === 'fail-fast') return null;
+      throw error;
+    }
+  }
+
+  /** One attempt; `null` when the key is busy. Redis trouble still throws `LockConnectionError`. */
+  async tryAcquire(key: string | readonly string[], options?: Omit<LockOptions, 'onBusy' | 'waitTimeout'>): Promise<Lock | null> {
+    return this.acquire(key, { ...options, onBusy: 'fail-fast' });
+  }
+
+  /**
+   * Runs `fn` while holding the lock and releases it afterwards, whatever `fn` does.
+   * With `'fail-fast'` a busy key resolves to `fallback` without running `fn`.
+   * Inside `fn`, `currentLock()` returns the lock and nested acquisitions of the same keys are reentrant.
+   */
+  async withLock<T, F = undefined>(
+    key: string | readonly string[],
+    fn: (lock: Lock) => T | Promise<T>,
+    options?: WithLockOptions<F>,
+  ): Promise<T | F> {
+    if (typeof fn !== 'function') throw new DistributedLockError('withLock(key, fn): fn must be a function.');
+    const resolved = this.resolve(options);
+    let lock: Lock;
+    try {
+      lock = await this.take(key, resolved);
+    } catch (error) {
+      if (error instanceof LockBusyError && resolved.onBusy === 'fail-fast') {
+        const fallback = options?.fallback;
+        return (typeof fallback === 'function' ? (fallback as () => F)() : fallback) as F;
+      }
+      throw error;
+    }
+    let result: T;
+    try {
+      result = await runInLockContext(this.id, lock, () => fn(lock));
+    } catch (error) {
+      await lock.release().catch((releaseError: Error) => this.logger.warn(`Release after a failed callback failed: ${releaseError.message}`));
+      throw error;
+    }
+    try {
+      await lock.release();
+    } catch (error) {
+      // The work is done; failing it now would invite a retry of completed work. The lease lapses by TTL.
+      this.logger.warn(`Release of "${lock.keys.join('", "')}" failed; its lease will lapse by TTL: ${(error as Error).message}`);
+    }
+    return result;
+  }
+
+  /** Whether anyone holds `key` right now (a snapshot: it may change the moment it is returned). */
+  async isLocked(key: string): Promise<boolean> {
+    const [k] = normalizeKeys(key);
+    return this.store.isLocked(this.store.keysFor(k));
+  }
+
+  /** Counters for dashboards: acquisitions, release validation failures, lost leases, renewals. */
+  getStats(): Readonly<LockStats> {
+    return { ...this.stats };
+  }
+
+  /** Stops every watchdog and waiter, releases held locks (bounded), closes connections the module made. */
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  /** @internal Merges call options over the module defaults (validated before any Redis command). */
+  resolve(options: LockOptions | undefined): ResolvedLockOptions {
+    return resolveLockOptions(this.settings.defaults, options, 'options');
+  }
+
+  private async take(key: string | readonly string[], options: ResolvedLockOptions): Promise<Lock> {
+    const keys = normalizeKeys(key);
+    if (this.shutdown.signal.aborted) throw new DistributedLockError('LockService is closed; no new locks can be acquired.');
+    const outer = new Set<Lock>();
+    const toTake: string[] = [];
+    for (const k of keys) {
+      const holder = heldInContext(this.id, k);
+      if (holder?.isHeld()) outer.add(holder);
+      else toTake.push(k);
+    }
+    const token = newOwnerToken();
+    const leases: Lease[] = [];
+    const ctx: AcquireContext = {
+      store: this.store,
+      subscriber: this.subscriber,
+      waiterLease: this.settings.waiterLease,
+      shutdown: this.shutdown.signal,
+    };
+    const waitUntil = monotonicNow() + (options.onBusy === 'retry' ? options.waitTimeout : 0);
+    // A multi-key lock is watched from its first lease, so keys taken early stay renewed while we wait for the rest.
+    const pending = new Lock(token, keys, leases, [...outer], options, this);
+    if (toTake.length > 0) this.watchdog.track(pending);
+    try {
+      for (const k of toTake) leases.push(await acquireOneKey(ctx, this.store.keysFor(k), token, options, waitUntil));
+      if (toTake.length > 0 && !pending.isHeld()) {
+        throw new LockConnectionError(`The first keys of "${keys.join('", "')}" expired while waiting for the rest.`, 'acquire');
+      }
+    } catch (error) {
+      this.countFailure(error);
+      this.watchdog.untrack(pending);
+      if (leases.length > 0) await pending.release().catch(() => undefined);
+      throw error;
+    }
+    this.stats.acquired++;
+    this.held.add(pending);
+    pending.signal.addEventListener('abort', () => this.held.delete(pending), { once: true });
+    return pending;
+  }
+
+  private countFailure(error: unknown): void {
+    if (error instanceof LockBusyError) this.stats.busy++;
+    else if (error instanceof LockTimeoutError) this.stats.timeouts++;
+    else if (error instanceof LockConnectionError) this.stats.connectionErrors++;
+  }
+
+  private async doClose(): Promise<void> {
+    this.shutdown.abort();
+    this.watchdog.stop();
+    const held = [...this.held];
+    this.held.clear();
+    const releases = Promise.allSettled(held.map((lock) => lock.release()));
+    await raceTimeout(releases, this.settings.shutdownTimeout);
+    await this.subscriber.close();
+    if (this.connection.owned) await closeConnection(this.connection.client, this.settings.shutdownTimeout);
+  }
+}
+
+async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}

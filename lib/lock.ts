@@ -1,0 +1,187 @@
+import { LockLostError, LockLostReason } from './errors/lock-lost.error';
+import { monotonicNow } from './internal/clock';
+import { Lease, renewLease } from './lease';
+import type { LockRuntime } from './lock-runtime';
+import type { ResolvedLockOptions } from './options/resolve-options';
+import { assertIntegerMs } from './options/validate-options';
+
+type LockState = 'held' | 'lost' | 'released';
+
+/**
+ * A held lock. `signal` aborts when the lease is lost (reason: `LockLostError`) or released;
+ * `fencingToken` lets a store reject writes from a holder whose lease silently lapsed.
+ *
+ * A handle made by a nested acquisition of keys the caller already holds (same async context)
+ * borrows those keys: its release leaves them to the outer lock.
+ */
+export class Lock implements AsyncDisposable {
+  /** First key in canonical order (the only key of a single-key lock). */
+  readonly key: string;
+  /** Every key of this lock, in the canonical order they were taken. */
+  readonly keys: readonly string[];
+  /** Monotonic time (ms) the lock was acquired; `maxHold` counts from here. */
+  readonly acquiredAt: number;
+
+  private state: LockState = 'held';
+  private renewalStopped = false;
+  private readonly controller = new AbortController();
+  private readonly combinedSignal: AbortSignal;
+
+  /** @internal Created by LockService only. */
+  constructor(
+    /** Owner token (128 random bits) stored in Redis; proves ownership to the owner-checked scripts. */
+    readonly token: string,
+    keys: readonly string[],
+    /** @internal Leases this handle took itself, in canonical order. */
+    readonly leases: readonly Lease[],
+    /** @internal Outer locks this handle borrowed keys from (reentrancy). */
+    private readonly outer: readonly Lock[],
+    /** @internal */
+    readonly options: ResolvedLockOptions,
+    private readonly runtime: LockRuntime,
+  ) {
+    this.keys = keys;
+    this.key = keys[0];
+    this.acquiredAt = monotonicNow();
+    this.combinedSignal = outer.length ? AbortSignal.any([this.controller.signal, ...outer.map((o) => o.signal)]) : this.controller.signal;
+  }
+
+  /** Fencing token of `key`: strictly greater than every token handed out for that key before. */
+  get fencingToken(): number {
+    return this.fencingTokens.get(this.key)!;
+  }
+
+  /** Fencing token of each key (a nested handle reports the outer lock's token for borrowed keys). */
+  get fencingTokens(): ReadonlyMap<string, number> {
+    const fences = new Map<string, number>();
+    for (const o of this.outer) for (const [k, f] of o.fencingTokens) if (this.keys.includes(k)) fences.set(k, f);
+    for (const l of this.leases) fences.set(l.keys.key, l.fence);
+    return fences;
+  }
+
+  /**
+   * Aborts when the lease is lost or the lock released. Reading it first checks the deadline, so a
+   * holder that was paused past its TTL sees `aborted` even before the watchdog's timer ran.
+   */
+  get signal(): AbortSignal {
+    this.checkDeadline();
+    return this.combinedSignal;
+  }
+
+  /** True while every lease is still valid by this process's monotonic clock. */
+  isHeld(): boolean {
+    this.checkDeadline();
+    return this.state === 'held' && this.outer.every((o) => o.isHeld());
+  }
+
+  /**
+   * Sets the lease of every key this handle took to `ttl` (default: the acquire's ttl), owner-checked.
+   * Throws `LockLostError` if the lock is no longer ours, `LockConnectionError` if Redis did not answer.
+   */
+  async extend(ttl: number = this.options.ttl): Promise<void> {
+    assertIntegerMs('extend(ttl)', ttl, 1);
+    this.assertHeld();
+    const sentAt = monotonicNow();
+    const results = await Promise.allSettled(this.leases.map((l) => this.runtime.store.extend(l.keys, this.token, ttl)));
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) throw failure.reason;
+    this.assertHeld();
+    if (results.some((r) => r.status === 'fulfilled' && !r.value)) {
+      this.markLost('not-owner', 'extend() found another owner token (or none) in Redis');
+      this.assertHeld();
+    }
+    for (const lease of this.leases) renewLease(lease, ttl, sentAt);
+    this.runtime.watchdog.reschedule();
+  }
+
+  /**
+   * Frees the keys this handle took (never a key it borrowed, never another owner's lock).
+   * Resolves true when Redis still had our token on every key; false when a lease had already
+   * expired or changed hands (logged and counted, nothing deleted). A second call resolves false.
+   * Rejects with `LockConnectionError` when Redis cannot be reached; the lease then lapses by TTL.
+   */
+  async release(): Promise<boolean> {
+    if (this.state === 'released') return false;
+    const wasLost = this.state === 'lost';
+    this.state = 'released';
+    // Synchronously out of the watchdog: no renewal can be sent for this lock from here on.
+    this.runtime.watchdog.untrack(this);
+    if (!this.controller.signal.aborted) this.controller.abort(new DOMException('Lock released', 'AbortError'));
+    if (this.leases.length === 0) return !wasLost && this.outer.every((o) => o.isHeld());
+    // Reverse of the acquisition order; the commands leave in this order on the connection.
+    const results = await Promise.allSettled([...this.leases].reverse().map((l) => this.runtime.store.release(l.keys, this.token)));
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) {
+      this.runtime.stats.connectionErrors++;
+      throw failure.reason;
+    }
+    const ok = results.every((r) => r.status === 'fulfilled' && r.value);
+    if (ok) {
+      this.runtime.stats.released++;
+      return true;
+    }
+    this.runtime.stats.releaseFailures++;
+    this.runtime.logger.warn(
+      `release() of lock "${this.keys.join('", "')}" found it already expired or owned by someone else; nothing was deleted. ` +
+        `The guarded work outlived its lease: raise ttl or keep the watchdog on.`,
+    );
+    return false;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  /** @internal The watchdog stops renewing this lock (maxHold reached). */
+  get renewing(): boolean {
+    return this.state === 'held' && this.options.watchdog && !this.renewalStopped;
+  }
+
+  /** @internal */
+  stopRenewing(): void {
+    this.renewalStopped = true;
+  }
+
+  /** @internal Marks the lease lost once: aborts the signal, tells `onLockLost`, logs. */
+  markLost(reason: LockLostReason, detail: string, cause?: unknown): void {
+    if (this.state !== 'held') return;
+    this.state = 'lost';
+    this.runtime.watchdog.untrack(this);
+    this.runtime.stats.lost++;
+    const error = new LockLostError(this.key, reason, detail, { cause });
+    this.controller.abort(error);
+    this.runtime.logger.warn(error.message);
+    try {
+      this.options.onLockLost?.(this, error);
+    } catch (callbackError) {
+      this.runtime.logger.error(`onLockLost threw: ${(callbackError as Error)?.message ?? String(callbackError)}`);
+    }
+  }
+
+  /** @internal Earliest lease deadline (monotonic ms). */
+  get deadline(): number {
+    let min = Infinity;
+    for (const l of this.leases) min = Math.min(min, l.deadline);
+    return min;
+  }
+
+  /** @internal */
+  checkDeadline(now: number = monotonicNow()): void {
+    if (this.state === 'held' && now >= this.deadline) {
+      this.markLost(
+        this.renewalStopped ? 'max-hold' : 'expired',
+        this.renewalStopped
+          ? `held longer than maxHold (${this.options.maxHold} ms); the watchdog stopped renewing and the lease ran out`
+          : `its lease ran out at this process's clock before a renewal succeeded (paused process, blocked event loop or unreachable Redis)`,
+      );
+    }
+  }
+
+  private assertHeld(): void {
+    if (this.isHeld()) return;
+    const reason = this.controller.signal.reason;
+    if (reason instanceof LockLostError) throw reason;
+    for (const o of this.outer) o.assertHeld();
+    throw new LockLostError(this.key, 'expired', 'the lock was already released');
+  }
+}

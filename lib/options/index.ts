@@ -1,0 +1,2 @@
+export * from './lock-defaults';
+export * from './resolve-options';

@@ -1,0 +1,22 @@
+/**
+ * The one place where defaults live. The JSDoc `@default` tags of the option interfaces repeat
+ * these numbers for readers; the code reads them only from here.
+ */
+export const LOCK_DEFAULTS = {
+  keyPrefix: 'lock:',
+  ttl: 30_000,
+  onBusy: 'retry',
+  waitTimeout: 5_000,
+  watchdog: true,
+  maxHold: 600_000,
+  retryDelay: { min: 25, max: 1_000 },
+  commandTimeout: 2_000,
+  waiterLease: 3_000,
+  shutdownTimeout: 5_000,
+} as const;
+
+/** Largest value Node's timers accept (and the TTL ceiling of the contract). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** Longest key (in UTF-8 bytes) accepted; longer keys are rejected rather than silently truncated. */
+export const MAX_KEY_BYTES = 1_024;

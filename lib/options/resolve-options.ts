@@ -1,0 +1,84 @@
+import type { DistributedLockModuleOptions } from '../interfaces/distributed-lock-module-options.interface';
+import type { LockOptions, OnBusyPolicy } from '../interfaces/lock-options.interface';
+import type { Lock } from '../lock';
+import type { LockLostError } from '../errors/lock-lost.error';
+import { LockOptionsError } from '../errors/lock-options.error';
+import { LOCK_DEFAULTS } from './lock-defaults';
+import { assertBoolean, assertFunctionOrUndefined, assertIntegerMs, assertOneOf, describe } from './validate-options';
+
+const POLICIES: readonly OnBusyPolicy[] = ['retry', 'throw', 'fail-fast'];
+
+/** Per-call options after defaults and validation: every field is set. */
+export interface ResolvedLockOptions {
+  ttl: number;
+  onBusy: OnBusyPolicy;
+  waitTimeout: number;
+  watchdog: boolean;
+  maxHold: number;
+  retryDelay: { min: number; max: number };
+  onLockLost?: (lock: Lock, error: LockLostError) => void;
+}
+
+/** Module-level settings after defaults and validation. */
+export interface ResolvedModuleOptions {
+  keyPrefix: string;
+  commandTimeout: number;
+  waiterLease: number;
+  shutdownTimeout: number;
+  defaults: ResolvedLockOptions;
+}
+
+/** Merges `overrides` over `base` and validates the result; the only place defaults are applied. */
+export function resolveLockOptions(base: ResolvedLockOptions, overrides: LockOptions | undefined, where: string): ResolvedLockOptions {
+  if (overrides !== undefined && (typeof overrides !== 'object' || overrides === null)) {
+    throw new LockOptionsError(where, `expected an options object, got ${describe(overrides)}.`);
+  }
+  const o = overrides ?? {};
+  const retry = o.retryDelay ?? {};
+  const resolved: ResolvedLockOptions = {
+    ttl: assertIntegerMs(`${where}.ttl`, o.ttl ?? base.ttl, 1),
+    onBusy: assertOneOf(`${where}.onBusy`, o.onBusy ?? base.onBusy, POLICIES),
+    waitTimeout: assertIntegerMs(`${where}.waitTimeout`, o.waitTimeout ?? base.waitTimeout, 0),
+    watchdog: assertBoolean(`${where}.watchdog`, o.watchdog ?? base.watchdog),
+    maxHold: assertIntegerMs(`${where}.maxHold`, o.maxHold ?? base.maxHold, 1),
+    retryDelay: {
+      min: assertIntegerMs(`${where}.retryDelay.min`, retry.min ?? base.retryDelay.min, 1),
+      max: assertIntegerMs(`${where}.retryDelay.max`, retry.max ?? base.retryDelay.max, 1),
+    },
+    onLockLost: assertFunctionOrUndefined(`${where}.onLockLost`, o.onLockLost ?? base.onLockLost),
+  };
+  if (resolved.retryDelay.max < resolved.retryDelay.min) {
+    throw new LockOptionsError(`${where}.retryDelay.max`, `must be at least retryDelay.min (${resolved.retryDelay.min}), got ${resolved.retryDelay.max}.`);
+  }
+  return resolved;
+}
+
+const BUILT_IN: ResolvedLockOptions = {
+  ttl: LOCK_DEFAULTS.ttl,
+  onBusy: LOCK_DEFAULTS.onBusy,
+  waitTimeout: LOCK_DEFAULTS.waitTimeout,
+  watchdog: LOCK_DEFAULTS.watchdog,
+  maxHold: LOCK_DEFAULTS.maxHold,
+  retryDelay: { ...LOCK_DEFAULTS.retryDelay },
+};
+
+export function resolveModuleOptions(options: DistributedLockModuleOptions): ResolvedModuleOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new LockOptionsError('DistributedLockModule options', `expected an object, got ${describe(options)}.`);
+  }
+  if (options.redis === undefined || options.redis === null || options.redis === '') {
+    throw new LockOptionsError('redis', "missing: pass a URL ('redis://127.0.0.1:6379'), ioredis options, or a Redis/Cluster instance.");
+  }
+  const keyPrefix = options.keyPrefix ?? LOCK_DEFAULTS.keyPrefix;
+  if (typeof keyPrefix !== 'string') {
+    throw new LockOptionsError('keyPrefix', `expected a string, got ${describe(keyPrefix)}.`);
+  }
+  const commandTimeout = assertIntegerMs('commandTimeout', options.commandTimeout ?? LOCK_DEFAULTS.commandTimeout, 1);
+  return {
+    keyPrefix,
+    commandTimeout,
+    waiterLease: assertIntegerMs('waiterLease', options.waiterLease ?? LOCK_DEFAULTS.waiterLease, 30),
+    shutdownTimeout: assertIntegerMs('shutdownTimeout', options.shutdownTimeout ?? LOCK_DEFAULTS.shutdownTimeout, 0),
+    defaults: resolveLockOptions(BUILT_IN, options, 'DistributedLockModule'),
+  };
+}

@@ -1,0 +1,77 @@
+import Redis, { Cluster, RedisOptions } from 'ioredis';
+import type { RedisConnectionOption } from '../interfaces/distributed-lock-module-options.interface';
+
+export type RedisClient = Redis | Cluster;
+
+export interface RedisConnection {
+  client: RedisClient;
+  /** True when the module created the client and therefore must close it (never a user's client). */
+  owned: boolean;
+}
+
+/** Duck-typed so a client from another copy of ioredis (a different node_modules) is still recognised. */
+export function isRedisClient(value: unknown): value is RedisClient {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as RedisClient).defineCommand === 'function' &&
+    typeof (value as RedisClient).duplicate === 'function'
+  );
+}
+
+/**
+ * ioredis defaults keep a command pending for many seconds when Redis is down or frozen, and
+ * replay in-flight commands after a reconnect, which could take a lock for nobody long after the
+ * caller was told it failed. Connections we own therefore fail fast and never replay; every call
+ * is additionally bounded by our own timeout, which also covers clients the user hands us.
+ */
+export function connectionDefaults(commandTimeout: number): RedisOptions {
+  return {
+    commandTimeout,
+    connectTimeout: Math.max(commandTimeout, 1_000),
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+    // Reconnect quickly so the first acquire after Redis comes back works within a second.
+    retryStrategy: (attempt: number) => Math.min(50 * 2 ** Math.min(attempt, 4), 500),
+  };
+}
+
+export function createRedisConnection(option: RedisConnectionOption, commandTimeout: number): RedisConnection {
+  if (isRedisClient(option)) return { client: option, owned: false };
+  const defaults = connectionDefaults(commandTimeout);
+  const client = typeof option === 'string' ? new Redis(option, defaults) : new Redis({ ...defaults, ...option });
+  return { client, owned: true };
+}
+
+/** Resolves once the client can take commands, or after `timeoutMs` (callers then fail per call). */
+export function waitUntilReady(client: RedisClient, timeoutMs: number): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      resolve(ok);
+    };
+    const onReady = () => done(true);
+    const timer = setTimeout(() => done(false), timeoutMs);
+    timer.unref();
+    client.on('ready', onReady);
+  });
+}
+
+/** Closes a connection we own: QUIT for a clean goodbye, bounded, then a hard disconnect. */
+export async function closeConnection(client: RedisClient, timeoutMs: number): Promise<void> {
+  if (client.status === 'end') return;
+  if (client.status !== 'ready') {
+    client.disconnect();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    client.quit().catch(() => undefined),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+  ]);
+  clearTimeout(timer);
+  client.disconnect();
+}

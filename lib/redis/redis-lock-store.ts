@@ -1,0 +1,105 @@
+import type { Cluster, Redis } from 'ioredis';
+import { withTimeout, toConnectionError } from '../internal/with-timeout';
+import { LockRedisKeys, lockRedisKeys } from './lock-redis-keys';
+import { LOCK_SCRIPTS, LockScriptName } from './scripts';
+import type { RedisClient } from './redis-connection';
+
+/** How long a fencing counter outlives its last acquire; see ACQUIRE_SCRIPT for why expiring it is safe. */
+const FENCE_RETENTION_MS = 3_600_000;
+
+export type AcquireReply =
+  | { acquired: true; fence: number }
+  | { acquired: false; holderTtl: number; position: number };
+
+export interface RenewRequest {
+  keys: LockRedisKeys;
+  token: string;
+  ttl: number;
+}
+
+type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
+
+/**
+ * The one place that talks to Redis. Every method is one atomic script (one round trip), bounded
+ * by `commandTimeout`, and reports transport trouble as `LockConnectionError`.
+ */
+export class RedisLockStore {
+  constructor(
+    readonly client: RedisClient,
+    private readonly keyPrefix: string,
+    private readonly commandTimeout: number,
+    private readonly waiterLease: number,
+  ) {
+    for (const [name, definition] of Object.entries(LOCK_SCRIPTS)) {
+      // A client shared by several modules (or apps in one process) keeps one definition.
+      if (typeof (client as unknown as Record<string, unknown>)[name] !== 'function') client.defineCommand(name, definition);
+    }
+  }
+
+  keysFor(key: string): LockRedisKeys {
+    return lockRedisKeys(this.keyPrefix, key);
+  }
+
+  async acquire(keys: LockRedisKeys, token: string, ttl: number, joinQueue: boolean): Promise<AcquireReply> {
+    const reply = (await this.script('distributedLockAcquire', 'acquire', [
+      keys.lock, keys.fence, keys.queue, keys.waiters,
+      token, ttl, joinQueue ? '1' : '0', this.waiterLease, FENCE_RETENTION_MS,
+    ])) as [number, string | number, number?];
+    if (Number(reply[0]) === 1) return { acquired: true, fence: Number(reply[1]) };
+    return { acquired: false, holderTtl: Number(reply[1]), position: Number(reply[2] ?? -1) };
+  }
+
+  async release(keys: LockRedisKeys, token: string): Promise<boolean> {
+    const reply = await this.script('distributedLockRelease', 'release', [keys.lock, keys.queue, keys.waiters, token, keys.channel]);
+    return Number(reply) === 1;
+  }
+
+  async extend(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
+    return Number(await this.script('distributedLockRenew', 'extend', [keys.lock, token, ttl])) === 1;
+  }
+
+  /** Leaves the queue and frees the lock if an unanswered attempt took it. Safe to send any time: owner-checked. */
+  async abandon(keys: LockRedisKeys, token: string): Promise<void> {
+    await this.script('distributedLockAbandon', 'abandon', [keys.lock, keys.queue, keys.waiters, token, keys.channel]);
+  }
+
+  async isLocked(keys: LockRedisKeys): Promise<boolean> {
+    return withTimeout('isLocked', this.commandTimeout, async () => (await this.client.exists(keys.lock)) === 1);
+  }
+
+  /**
+   * Renews many leases in one round trip: one pipeline on a single Redis. A Cluster cannot pipeline
+   * across slots, so there each renewal is its own command (ioredis still sends them together).
+   * Each entry settles on its own: true (renewed), false (not ours any more) or an Error.
+   */
+  async renewMany(requests: readonly RenewRequest[]): Promise<Array<boolean | Error>> {
+    if (requests.length === 0) return [];
+    if (isCluster(this.client)) {
+      return Promise.all(
+        requests.map((r) => this.extend(r.keys, r.token, r.ttl).catch((error: unknown) => toConnectionError('renew', error))),
+      );
+    }
+    const pipeline = (this.client as Redis).pipeline();
+    for (const r of requests) {
+      (pipeline as unknown as Record<string, ScriptFn>).distributedLockRenew(r.keys.lock, r.token, r.ttl);
+    }
+    try {
+      const results = await withTimeout('renew', this.commandTimeout, () => pipeline.exec());
+      return requests.map((_, i) => {
+        const [error, value] = results?.[i] ?? [new Error('no reply'), null];
+        return error ? toConnectionError('renew', error) : Number(value) === 1;
+      });
+    } catch (error) {
+      const failure = toConnectionError('renew', error);
+      return requests.map(() => failure);
+    }
+  }
+
+  private script(name: LockScriptName, operation: string, args: (string | number)[]): Promise<unknown> {
+    return withTimeout(operation, this.commandTimeout, () => (this.client as unknown as Record<string, ScriptFn>)[name](...args));
+  }
+}
+
+function isCluster(client: RedisClient): client is Cluster {
+  return (client as Cluster).isCluster === true;
+}

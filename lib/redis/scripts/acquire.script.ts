@@ -1,0 +1,48 @@
+import { EFFECTS_REPLICATION, PRUNE_STALE_WAITERS, SERVER_NOW } from './lua-snippets';
+
+/**
+ * One atomic attempt. Takes the lock when it is free and nobody queued before us (FIFO handoff:
+ * a releasing client cannot barge past the waiters), sets owner token and expiry in one SET, and
+ * hands out a fencing token in the same step.
+ *
+ * The fencing token is max(last + 1, server time in µs): strictly increasing per key, and still
+ * increasing when Redis lost the counter (restart without persistence, key evicted), as long as
+ * the server clock does not step back. That is why the counter may expire after `fence retention`.
+ *
+ * KEYS: lock, fence, queue, waiters.
+ * ARGV: token, ttl ms, join ('1': take a place in the queue when busy), waiter lease ms, fence retention ms.
+ * Returns {1, fence} when acquired, else {0, holder pttl (-1: free but promised to the queue head), position (-1: not queued)}.
+ */
+export const ACQUIRE_SCRIPT =
+  EFFECTS_REPLICATION +
+  SERVER_NOW +
+  PRUNE_STALE_WAITERS('KEYS[3]', 'KEYS[4]') +
+  `
+local token = ARGV[1]
+local holder = redis.call('GET', KEYS[1])
+local head = redis.call('LINDEX', KEYS[3], 0)
+if not holder and (not head or head == token) then
+  redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
+  if head then
+    redis.call('LPOP', KEYS[3])
+    redis.call('ZREM', KEYS[4], token)
+  end
+  local fence = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, now_us)
+  local fence_text = string.format('%.0f', fence)
+  redis.call('SET', KEYS[2], fence_text, 'PX', ARGV[5])
+  return {1, fence_text}
+end
+local pttl = -1
+if holder then pttl = redis.call('PTTL', KEYS[1]) end
+local position = -1
+if ARGV[3] == '1' then
+  local lease = tonumber(ARGV[4])
+  if redis.call('ZADD', KEYS[4], now_ms + lease, token) == 1 then
+    redis.call('RPUSH', KEYS[3], token)
+  end
+  position = redis.call('LPOS', KEYS[3], token)
+  redis.call('PEXPIRE', KEYS[3], lease * 2)
+  redis.call('PEXPIRE', KEYS[4], lease * 2)
+end
+return {0, pttl, position}
+`;

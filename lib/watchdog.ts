@@ -1,0 +1,130 @@
+import type { Logger } from '@nestjs/common';
+import { monotonicNow } from './internal/clock';
+import { Lease, driftFor, renewIntervalFor, renewLease } from './lease';
+import type { Lock } from './lock';
+import type { LockStats } from './lock-runtime';
+import type { RedisLockStore, RenewRequest } from './redis/redis-lock-store';
+
+/**
+ * Keeps every held lease alive while its holder runs, and notices when one is gone.
+ *
+ * One timer for all locks, set to the earliest renewal or deadline. A tick first expires locks
+ * whose deadline passed (a paused process must not renew a lease that may already belong to
+ * someone else), then renews everything due within a short window in one pipelined round trip.
+ * Timers are unref'd and every failure is caught: the watchdog never keeps a process alive and
+ * never produces an unhandled rejection.
+ */
+export class Watchdog {
+  private readonly locks = new Set<Lock>();
+  private timer?: NodeJS.Timeout;
+  private timerAt = Infinity;
+  private stopped = false;
+
+  constructor(
+    private readonly store: RedisLockStore,
+    private readonly logger: Logger,
+    private readonly stats: LockStats,
+  ) {}
+
+  get size(): number {
+    return this.locks.size;
+  }
+
+  track(lock: Lock): void {
+    if (this.stopped) return;
+    this.locks.add(lock);
+    this.reschedule();
+  }
+
+  /** Synchronous, so a release can never be followed by a renewal of the same lock. */
+  untrack(lock: Lock): void {
+    this.locks.delete(lock);
+    if (this.locks.size === 0) this.clearTimer();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.locks.clear();
+    this.clearTimer();
+  }
+
+  /** Re-arms the timer for the earliest renewal or deadline (after track, extend or a tick). */
+  reschedule(): void {
+    if (this.stopped) return;
+    let next = Infinity;
+    for (const lock of this.locks) {
+      const renewing = lock.renewing;
+      for (const lease of lock.leases) {
+        next = Math.min(next, lease.deadline);
+        if (renewing && !lease.renewing) next = Math.min(next, lease.renewAt);
+      }
+    }
+    if (next === Infinity) return this.clearTimer();
+    if (this.timer && next >= this.timerAt) return;
+    this.clearTimer();
+    this.timerAt = next;
+    this.timer = setTimeout(() => void this.tick(), Math.max(0, Math.ceil(next - monotonicNow())));
+    this.timer.unref();
+  }
+
+  private clearTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  private async tick(): Promise<void> {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    try {
+      await this.renewDue();
+    } catch (error) {
+      this.logger.error(`Watchdog tick failed: ${(error as Error)?.stack ?? String(error)}`);
+    } finally {
+      this.reschedule();
+    }
+  }
+
+  private async renewDue(): Promise<void> {
+    const now = monotonicNow();
+    const due: Array<{ lock: Lock; lease: Lease }> = [];
+    for (const lock of [...this.locks]) {
+      lock.checkDeadline(now);
+      if (!lock.renewing) continue;
+      if (now - lock.acquiredAt >= lock.options.maxHold) {
+        lock.stopRenewing();
+        this.logger.warn(`Lock "${lock.key}" reached maxHold (${lock.options.maxHold} ms); no more renewals, its lease will run out.`);
+        continue;
+      }
+      for (const lease of lock.leases) {
+        // Coalesce: renew whatever falls due in the next quarter interval in this same round trip.
+        if (!lease.renewing && lease.renewAt <= now + renewIntervalFor(lease.ttl) / 4) due.push({ lock, lease });
+      }
+    }
+    if (due.length === 0) return;
+    for (const d of due) d.lease.renewing = true;
+    const requests: RenewRequest[] = due.map(({ lock, lease }) => ({ keys: lease.keys, token: lock.token, ttl: lease.ttl }));
+    const sentAt = monotonicNow();
+    const results = await this.store.renewMany(requests);
+    const answeredAt = monotonicNow();
+    results.forEach((result, i) => {
+      const { lock, lease } = due[i];
+      lease.renewing = false;
+      if (!lock.renewing) return; // released or lost while the renewal was on the wire
+      if (result === true) {
+        this.stats.renewals++;
+        // A reply that came back after the old deadline cannot revive the lease: someone else may
+        // have held the key in between by Redis' clock.
+        if (answeredAt >= lease.deadline) return lock.checkDeadline(answeredAt);
+        renewLease(lease, requests[i].ttl, sentAt);
+      } else if (result === false) {
+        lock.markLost('not-owner', 'a renewal found another owner token (or none) in Redis: the lease had already expired');
+      } else {
+        this.stats.renewalErrors++;
+        // Try again soon, but still within the lease; the deadline check declares the loss if Redis stays away.
+        lease.renewAt = answeredAt + Math.max(driftFor(lease.ttl), Math.floor(renewIntervalFor(lease.ttl) / 3));
+        this.logger.warn(`Renewing lock "${lock.key}" failed, retrying before the lease ends: ${result.message}`);
+      }
+    });
+  }
+}
