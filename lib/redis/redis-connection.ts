@@ -60,18 +60,16 @@ export function waitUntilReady(client: RedisClient, timeoutMs: number): Promise<
   });
 }
 
-/** Closes a connection we own: QUIT for a clean goodbye, bounded, then a hard disconnect. */
+/** Closes a connection we own: QUIT for a clean goodbye, then a hard disconnect; resolves once it ended, bounded. */
 export async function closeConnection(client: RedisClient, timeoutMs: number): Promise<void> {
   if (client.status === 'end') return;
-  if (client.status !== 'ready') {
-    client.disconnect();
-    return;
-  }
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    client.quit().catch(() => undefined),
-    new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
-  ]);
-  clearTimeout(timer);
+  const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
+  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+  if (client.status === 'ready') {
+    await Promise.race([client.quit().catch(() => undefined), bound]);
+  }
   client.disconnect();
+  await Promise.race([ended, bound]);
+  clearTimeout(timer);
 }

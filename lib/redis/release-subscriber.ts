@@ -14,12 +14,16 @@ export class ReleaseSubscriber {
   private readonly listeners = new Map<string, Map<string, Wake>>();
   private readonly pending = new Map<string, Promise<void>>();
   private closed = false;
+  private readonly onClose: Promise<void>;
+  private signalClosed!: () => void;
 
   constructor(
     private readonly source: RedisClient,
     private readonly commandTimeout: number,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.onClose = new Promise<void>((resolve) => (this.signalClosed = resolve));
+  }
 
   /**
    * Registers `wake` for messages naming `token` on `channel`. Resolves true once Redis confirmed
@@ -34,8 +38,9 @@ export class ReleaseSubscriber {
     if (this.closed) return { confirmed: false, stop };
     try {
       if (!this.pending.has(channel)) this.pending.set(channel, this.subscribe(channel));
-      await this.pending.get(channel);
-      return { confirmed: true, stop };
+      // Shutdown must not wait for a subscription that may never be answered.
+      await Promise.race([this.pending.get(channel), this.onClose]);
+      return { confirmed: !this.closed, stop };
     } catch (error) {
       this.pending.delete(channel);
       this.logger.debug?.(`Subscription to ${channel} failed, waiting by polling: ${(error as Error).message}`);
@@ -45,6 +50,7 @@ export class ReleaseSubscriber {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.signalClosed();
     this.listeners.clear();
     this.pending.clear();
     const connection = this.connection;

@@ -1,0 +1,331 @@
+import type Redis from 'ioredis';
+import { LockBusyError, LockConnectionError, LockKeyError, LockLostError, LockOptionsError, LockService, LockTimeoutError, currentLock } from '../../lib';
+import { RedisProcess } from '../harness/redis-process';
+import { ServicePool, commandCalls, sleep } from './core-helpers';
+
+describe('LockService against a real redis-server', () => {
+  let redis: RedisProcess;
+  let client: Redis;
+  const pool = new ServicePool(() => redis.url);
+
+  beforeAll(async () => {
+    redis = await RedisProcess.start();
+    client = redis.client();
+  });
+  afterEach(() => pool.closeAll());
+  afterAll(() => redis.stop());
+
+  describe('acquire and release', () => {
+    it('sets token and expiry in one step and frees only its own lock', async () => {
+      const locks = await pool.make({ ttl: 5_000 });
+      const lock = await locks.acquire('order:1');
+      expect(Buffer.from(lock.token, 'base64url').length).toBeGreaterThanOrEqual(16);
+      expect(await client.get('test:{order:1}')).toBe(lock.token);
+      const pttl = await client.pttl('test:{order:1}');
+      expect(pttl).toBeGreaterThan(4_000);
+      expect(pttl).toBeLessThanOrEqual(5_000);
+      expect(lock.isHeld()).toBe(true);
+      expect(await locks.isLocked('order:1')).toBe(true);
+      expect(await lock.release()).toBe(true);
+      expect(lock.signal.aborted).toBe(true);
+      expect(await client.exists('test:{order:1}')).toBe(0);
+      expect(await lock.release()).toBe(false);
+      expect(await locks.isLocked('order:1')).toBe(false);
+    });
+
+    it("release of an expired lock returns false, counts it and never deletes the next holder's lock", async () => {
+      const locks = await pool.make({ ttl: 100, watchdog: false });
+      const first = await locks.acquire('order:2');
+      await sleep(150);
+      expect(first.isHeld()).toBe(false);
+      const second = await locks.acquire('order:2', { ttl: 5_000 });
+      expect(await first.release()).toBe(false);
+      expect(await client.get('test:{order:2}')).toBe(second.token);
+      expect(locks.getStats().releaseFailures).toBe(1);
+      expect(await second.release()).toBe(true);
+    });
+
+    it('sends no release after a failed acquire: a busy attempt is exactly one script call', async () => {
+      const holder = await pool.make();
+      const other = await pool.make();
+      const lock = await holder.acquire('order:3');
+      // ioredis sends EVAL the first time a connection uses a script, EVALSHA afterwards: count both.
+      const scriptCalls = async () => (await commandCalls(client, 'eval')) + (await commandCalls(client, 'evalsha'));
+      const before = await scriptCalls();
+      await expect(other.acquire('order:3', { onBusy: 'throw' })).rejects.toBeInstanceOf(LockBusyError);
+      await sleep(50);
+      expect((await scriptCalls()) - before).toBe(1);
+      await lock.release();
+    });
+
+    it('extend() sets a new lease owner-checked, and fails with LockLostError once the lease is gone', async () => {
+      const locks = await pool.make({ ttl: 1_000, watchdog: false });
+      const lock = await locks.acquire('order:4');
+      await lock.extend(10_000);
+      expect(await client.pttl('test:{order:4}')).toBeGreaterThan(9_000);
+      await client.set('test:{order:4}', 'someone-else');
+      await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+      expect(lock.signal.aborted).toBe(true);
+      expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+      expect(await lock.release()).toBe(false);
+      expect(await client.get('test:{order:4}')).toBe('someone-else');
+    });
+
+    it('Symbol.asyncDispose releases', async () => {
+      const locks = await pool.make();
+      {
+        await using held = await locks.acquire('order:5');
+        expect(await locks.isLocked('order:5')).toBe(true);
+        expect(held.isHeld()).toBe(true);
+      }
+      expect(await locks.isLocked('order:5')).toBe(false);
+    });
+  });
+
+  describe('fencing tokens', () => {
+    it('strictly increase per key across holders and services', async () => {
+      const a = await pool.make();
+      const b = await pool.make();
+      const seen: number[] = [];
+      for (let i = 0; i < 50; i++) {
+        const lock = await (i % 2 ? a : b).acquire('fence:1');
+        seen.push(lock.fencingToken);
+        await lock.release();
+      }
+      for (let i = 1; i < seen.length; i++) expect(seen[i]).toBeGreaterThan(seen[i - 1]);
+      expect(Number.isSafeInteger(seen[seen.length - 1])).toBe(true);
+    });
+
+    it('keep increasing after Redis lost every key (restart without persistence)', async () => {
+      const own = await RedisProcess.start();
+      const locks = new LockService({ redis: own.url, commandTimeout: 500 });
+      try {
+        await locks.onModuleInit();
+        const before = await locks.acquire('fence:2');
+        await before.release();
+        await own.restart();
+        const probe = own.client();
+        expect(await probe.dbsize()).toBe(0);
+        let after;
+        for (let i = 0; i < 40 && !after; i++) after = await locks.acquire('fence:2').catch(() => sleep(50).then(() => undefined));
+        expect(after).toBeDefined();
+        expect(after!.fencingToken).toBeGreaterThan(before.fencingToken);
+        await after!.release();
+      } finally {
+        await locks.close();
+        await own.stop();
+      }
+    });
+  });
+
+  describe('busy policies', () => {
+    it("'throw' rejects at once with LockBusyError naming the key and the holder's remaining lease", async () => {
+      const holder = await pool.make({ ttl: 8_000 });
+      const other = await pool.make();
+      const lock = await holder.acquire('busy:1');
+      const started = performance.now();
+      const error = await other.acquire('busy:1', { onBusy: 'throw' }).catch((e) => e);
+      expect(performance.now() - started).toBeLessThan(200);
+      expect(error).toBeInstanceOf(LockBusyError);
+      expect(error.key).toBe('busy:1');
+      expect(error.holderTtl).toBeGreaterThan(7_000);
+      expect(error.message).toContain('busy:1');
+      await lock.release();
+    });
+
+    it("'fail-fast' resolves null from acquire/tryAcquire and the fallback from withLock, without running fn", async () => {
+      const holder = await pool.make();
+      const other = await pool.make();
+      const lock = await holder.acquire('busy:2');
+      expect(await other.acquire('busy:2', { onBusy: 'fail-fast' })).toBeNull();
+      expect(await other.tryAcquire('busy:2')).toBeNull();
+      const fn = jest.fn();
+      expect(await other.withLock('busy:2', fn, { onBusy: 'fail-fast', fallback: 'later' })).toBe('later');
+      expect(await other.withLock('busy:2', fn, { onBusy: 'fail-fast', fallback: () => 42 })).toBe(42);
+      expect(await other.withLock('busy:2', fn, { onBusy: 'fail-fast' })).toBeUndefined();
+      expect(fn).not.toHaveBeenCalled();
+      await lock.release();
+    });
+
+    it("a module-wide 'fail-fast' default makes acquire() throw rather than return an untyped null", async () => {
+      const holder = await pool.make();
+      const other = await pool.make({ onBusy: 'fail-fast' });
+      const lock = await holder.acquire('busy:3');
+      await expect(other.acquire('busy:3')).rejects.toBeInstanceOf(LockBusyError);
+      expect(await other.withLock('busy:3', () => 'ran')).toBeUndefined();
+      await lock.release();
+    });
+
+    it("'retry' waits for the release and gets the lock within milliseconds of it", async () => {
+      const holder = await pool.make();
+      const waiter = await pool.make();
+      const lock = await holder.acquire('busy:4');
+      let releasedAt = 0;
+      setTimeout(() => {
+        releasedAt = performance.now();
+        void lock.release();
+      }, 300);
+      const next = await waiter.acquire('busy:4', { waitTimeout: 3_000 });
+      const handoff = performance.now() - releasedAt;
+      expect(releasedAt).toBeGreaterThan(0);
+      expect(handoff).toBeLessThan(100);
+      expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+      await next.release();
+    });
+
+    it("'retry' gives up after waitTimeout with LockTimeoutError and leaves the queue", async () => {
+      const holder = await pool.make();
+      const waiter = await pool.make();
+      const lock = await holder.acquire('busy:5');
+      const started = performance.now();
+      const error = await waiter.acquire('busy:5', { waitTimeout: 400 }).catch((e) => e);
+      const waited = performance.now() - started;
+      expect(error).toBeInstanceOf(LockTimeoutError);
+      expect(error.waitedMs).toBeGreaterThanOrEqual(390);
+      expect(error.attempts).toBeGreaterThanOrEqual(2);
+      expect(waited).toBeGreaterThanOrEqual(390);
+      expect(waited).toBeLessThan(1_000);
+      await sleep(50);
+      expect(await client.llen('test:{busy:5}:q')).toBe(0);
+      await lock.release();
+    });
+  });
+
+  describe('reentrancy and context', () => {
+    it('a nested acquisition of a held key does not deadlock and its release does not free the outer lock', async () => {
+      const locks = await pool.make();
+      const result = await locks.withLock('re:1', async (outer) => {
+        expect(currentLock()).toBe(outer);
+        const inner = await locks.acquire('re:1', { onBusy: 'throw' });
+        expect(inner.fencingToken).toBe(outer.fencingToken);
+        expect(await inner.release()).toBe(true);
+        expect(outer.isHeld()).toBe(true);
+        expect(await client.get('test:{re:1}')).toBe(outer.token);
+        return locks.withLock(['re:1', 're:2'], async (both) => {
+          expect(currentLock()).toBe(both);
+          return both.keys;
+        });
+      });
+      expect(result).toEqual(['re:1', 're:2']);
+      expect(currentLock()).toBeUndefined();
+      expect(await client.exists('test:{re:1}', 'test:{re:2}')).toBe(0);
+    });
+
+    it('the lock context does not leak into concurrent unrelated work', async () => {
+      const locks = await pool.make();
+      let seenOutside: unknown = 'unset';
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const held = locks.withLock('re:3', () => gate);
+      await sleep(20);
+      seenOutside = currentLock();
+      const other = await locks.acquire('re:3', { onBusy: 'fail-fast' });
+      release();
+      await held;
+      expect(seenOutside).toBeUndefined();
+      expect(other).toBeNull();
+    });
+  });
+
+  describe('multi-key locks', () => {
+    it('are all-or-nothing: a busy second key leaves the first one free', async () => {
+      const holder = await pool.make();
+      const other = await pool.make();
+      const b = await holder.acquire('acct:b');
+      await expect(other.acquire(['acct:a', 'acct:b'], { onBusy: 'throw' })).rejects.toBeInstanceOf(LockBusyError);
+      expect(await client.exists('test:{acct:a}')).toBe(0);
+      await b.release();
+      const both = await other.acquire(['acct:b', 'acct:a', 'acct:b']);
+      expect(both.keys).toEqual(['acct:a', 'acct:b']);
+      expect([...both.fencingTokens.keys()]).toEqual(['acct:a', 'acct:b']);
+      expect(await both.release()).toBe(true);
+    });
+
+    it("take keys in one canonical order, so ['a','b'] and ['b','a'] never deadlock", async () => {
+      const one = await pool.make({ waitTimeout: 5_000 });
+      const two = await pool.make({ waitTimeout: 5_000 });
+      let inside = 0;
+      let overlaps = 0;
+      const run = async (svc: LockService, keys: string[]) => {
+        for (let i = 0; i < 40; i++) {
+          await svc.withLock(keys, async () => {
+            if (++inside > 1) overlaps++;
+            await sleep(1);
+            inside--;
+          });
+        }
+      };
+      await Promise.all([run(one, ['x:a', 'x:b']), run(two, ['x:b', 'x:a'])]);
+      expect(overlaps).toBe(0);
+    });
+  });
+
+  describe('validity is counted from the start of the successful attempt', () => {
+    it('an acquire answered after its lease ran out is reported as a connection problem, never as success', async () => {
+      const locks = await pool.make({ ttl: 150, commandTimeout: 2_000 });
+      const sleeper = redis.client();
+      void sleeper.call('DEBUG', 'SLEEP', '0.4').catch(() => undefined);
+      await sleep(20);
+      const error = await locks.acquire('slow:1').catch((e) => e);
+      expect(error).toBeInstanceOf(LockConnectionError);
+      expect(error.message).toMatch(/beyond its 150 ms lease/);
+      await sleep(200);
+      expect(await client.exists('test:{slow:1}')).toBe(0);
+    });
+  });
+
+  describe('validation happens before any Redis command', () => {
+    // Pointed at a port nobody listens on: a Redis call would surface as LockConnectionError.
+    const offline = () => new LockService({ redis: 'redis://127.0.0.1:1', commandTimeout: 200, retryDelay: { min: 1, max: 2 } });
+    let locks: LockService;
+    beforeEach(() => (locks = offline()));
+    afterEach(() => locks.close());
+
+    it.each([
+      ['ttl', { ttl: 0 }],
+      ['ttl', { ttl: 1.5 }],
+      ['ttl', { ttl: 2_147_483_648 }],
+      ['ttl', { ttl: '100' }],
+      ['waitTimeout', { waitTimeout: -1 }],
+      ['onBusy', { onBusy: 'wait' }],
+      ['watchdog', { watchdog: 'yes' }],
+      ['maxHold', { maxHold: NaN }],
+      ['retryDelay.max', { retryDelay: { min: 50, max: 10 } }],
+      ['onLockLost', { onLockLost: 'log' }],
+    ])('rejects a bad %s with LockOptionsError naming it', async (name, options) => {
+      const error = await locks.acquire('k', options as never).catch((e) => e);
+      expect(error).toBeInstanceOf(LockOptionsError);
+      expect(error.option).toBe(`options.${name}`);
+      expect(error.message).toContain(name);
+    });
+
+    it.each([
+      ['an empty string', ''],
+      ['a number', 42],
+      ['undefined', undefined],
+      ['null', null],
+      ['an empty array', []],
+      ['an array with a non-string', ['a', {}]],
+      ['an over-long key', 'k'.repeat(1_025)],
+    ])('rejects %s as a key with LockKeyError', async (_, key) => {
+      await expect(locks.acquire(key as never)).rejects.toBeInstanceOf(LockKeyError);
+      await expect(locks.withLock(key as never, () => 1)).rejects.toBeInstanceOf(LockKeyError);
+    });
+
+    it('rejects bad module options when the service is made', () => {
+      expect(() => new LockService({ redis: '' })).toThrow(LockOptionsError);
+      expect(() => new LockService({ redis: redis.url, ttl: -5 })).toThrow(/DistributedLockModule\.ttl/);
+      expect(() => new LockService({ redis: redis.url, commandTimeout: 0 })).toThrow(/commandTimeout/);
+    });
+
+    it('takes special characters literally', async () => {
+      const online = await pool.make();
+      for (const key of ['*', 'a?b', '[x]', '{tag}', 'line\r\nbreak', 'ключ', '🔒']) {
+        const lock = await online.acquire(key);
+        expect(await online.isLocked(key)).toBe(true);
+        expect(await online.isLocked(key + 'x')).toBe(false);
+        await lock.release();
+      }
+    });
+  });
+});

@@ -1,0 +1,91 @@
+import 'reflect-metadata';
+import { Injectable, Module } from '@nestjs/common';
+import { ConfigModule, ConfigService } from '@nestjs/config';
+import { Test } from '@nestjs/testing';
+import Redis from 'ioredis';
+import { DistributedLockModule, LockOptionsError, LockService } from '../../lib';
+import { RedisProcess } from '../harness/redis-process';
+
+@Injectable()
+class Consumer {
+  constructor(readonly locks: LockService) {}
+}
+
+@Module({ providers: [Consumer], exports: [Consumer] })
+class FeatureModule {}
+
+describe('DistributedLockModule', () => {
+  let redis: RedisProcess;
+  beforeAll(async () => (redis = await RedisProcess.start()));
+  afterAll(() => redis.stop());
+
+  it('forRoot provides LockService globally, so a feature module injects it without importing anything', async () => {
+    const app = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot({ redis: redis.url, ttl: 10_000 }), FeatureModule],
+    }).compile();
+    await app.init();
+    const consumer = app.get(Consumer);
+    const lock = await consumer.locks.acquire('module:1');
+    expect(lock.isHeld()).toBe(true);
+    await lock.release();
+    await app.close();
+  });
+
+  it('forRootAsync takes its options from ConfigService', async () => {
+    const app = await Test.createTestingModule({
+      imports: [
+        ConfigModule.forRoot({ ignoreEnvFile: true, load: [() => ({ REDIS_URL: redis.url, LOCK_TTL: '7000' })] }),
+        DistributedLockModule.forRootAsync({
+          imports: [ConfigModule],
+          inject: [ConfigService],
+          useFactory: (config: ConfigService) => ({
+            redis: config.getOrThrow<string>('REDIS_URL'),
+            ttl: Number(config.getOrThrow('LOCK_TTL')),
+            keyPrefix: 'cfg:',
+          }),
+        }),
+      ],
+    }).compile();
+    await app.init();
+    const probe = redis.client();
+    const lock = await app.get(LockService).acquire('module:2');
+    expect(await probe.pttl('cfg:{module:2}')).toBeGreaterThan(6_000);
+    await lock.release();
+    await app.close();
+  });
+
+  it('fails the bootstrap with a named option error', async () => {
+    await expect(
+      Test.createTestingModule({ imports: [DistributedLockModule.forRoot({ redis: redis.url, waitTimeout: -1 })] }).compile(),
+    ).rejects.toThrow(LockOptionsError);
+  });
+
+  it('on shutdown releases held locks, stops waiters and closes only its own connection', async () => {
+    const mine = new Redis(redis.url);
+    const app = await Test.createTestingModule({ imports: [DistributedLockModule.forRoot({ redis: mine, ttl: 30_000 })] }).compile();
+    await app.init();
+    const locks = app.get(LockService);
+    const held = await locks.acquire('module:3');
+    const waiting = locks.acquire('module:3', { waitTimeout: 10_000 }).catch((e) => e);
+    app.enableShutdownHooks();
+    const started = performance.now();
+    await app.close();
+    expect(await waiting).toBeInstanceOf(Error);
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(held.signal.aborted).toBe(true);
+    expect(mine.status).toBe('ready');
+    expect(await mine.exists('lock:{module:3}')).toBe(0);
+    await mine.quit();
+  });
+
+  it('closes a connection it created', async () => {
+    const locks = new LockService({ redis: redis.url });
+    await locks.onModuleInit();
+    const lock = await locks.acquire('module:4');
+    await locks.close();
+    expect((locks.store.client as Redis).status).toBe('end');
+    const probe = redis.client();
+    expect(await probe.exists('lock:{module:4}')).toBe(0);
+    expect(lock.isHeld()).toBe(false);
+  });
+});
