@@ -174,7 +174,10 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     const pending = new Lock(token, keys, leases, [...outer], options, this);
     if (toTake.length > 0) this.watchdog.track(pending);
     try {
-      for (const k of toTake) leases.push(await acquireOneKey(ctx, this.store.keysFor(k), token, options, waitUntil));
+      for (const k of toTake) {
+        leases.push(await acquireOneKey(ctx, this.store.keysFor(k), token, options, waitUntil));
+        this.watchdog.reschedule();
+      }
       if (toTake.length > 0 && !pending.isHeld()) {
         throw new LockConnectionError(`The first keys of "${keys.join('", "')}" expired while waiting for the rest.`, 'acquire');
       }
