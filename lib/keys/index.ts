@@ -1,0 +1,4 @@
+export * from './key-template';
+export * from './key-value';
+export * from './resolve-key-template';
+export * from './key-source';

@@ -1,0 +1,58 @@
+import { LockKeyError } from '../errors/lock-key.error';
+import { typeName } from './key-value';
+import { KeyTemplate, parseKeyTemplate } from './key-template';
+import { resolveKeyTemplate } from './resolve-key-template';
+
+/** What `@Locked` accepts as its first argument. */
+export type LockKeySpec = string | readonly string[] | ((...args: any[]) => string | readonly string[]);
+
+/** A key spec compiled at decoration time; `resolve` runs once per call, before any Redis command. */
+export interface CompiledKeySource {
+  /** Keys of one call (one for a single template). `self` is the method's `this`, given to key functions. */
+  resolve(self: unknown, args: readonly unknown[]): string[];
+}
+
+/**
+ * Compiles a key spec for a method declaring `declaredArgs` parameters. Templates are parsed now, and
+ * a placeholder naming an argument the method does not declare fails now (at class definition,
+ * i.e. before the application starts), naming `where` (class and method) and the template.
+ */
+export function compileKeySource(spec: LockKeySpec, declaredArgs: number, where: string): CompiledKeySource {
+  if (typeof spec === 'function') return functionSource(spec, where);
+  const list = typeof spec === 'string' ? [spec] : spec;
+  if (!Array.isArray(list)) {
+    throw new LockKeyError(`${where}: expected a key template, an array of templates or a function, got ${typeName(spec)}.`);
+  }
+  if (list.length === 0) throw new LockKeyError(`${where}: the array of key templates is empty.`);
+  const templates = list.map((t) => parseKeyTemplate(t, where));
+  for (const template of templates) assertDeclared(template, declaredArgs, where);
+  return { resolve: (_self, args) => templates.map((t) => resolveKeyTemplate(t, args, where)) };
+}
+
+function assertDeclared(template: KeyTemplate, declaredArgs: number, where: string): void {
+  for (const placeholder of template.placeholders) {
+    if (placeholder.arg >= declaredArgs) {
+      throw new LockKeyError(
+        `${where}: key template "${template.source}" uses ${placeholder.source}, but the method declares ` +
+          `${declaredArgs} parameter(s) (indexes start at 0).`,
+      );
+    }
+  }
+}
+
+/** A key function is called with the method's `this` and arguments; its result is checked like a template's. */
+function functionSource(fn: (...args: any[]) => unknown, where: string): CompiledKeySource {
+  return {
+    resolve(self, args) {
+      const result = fn.apply(self, args as unknown[]);
+      const list = Array.isArray(result) ? result : [result];
+      if (list.length === 0) throw new LockKeyError(`${where}: the key function returned an empty array. The method was not run.`);
+      for (const key of list) {
+        if (typeof key !== 'string' || key.length === 0) {
+          throw new LockKeyError(`${where}: the key function returned ${typeName(key)}; expected a non-empty string (or an array of them). The method was not run.`);
+        }
+      }
+      return list as string[];
+    },
+  };
+}

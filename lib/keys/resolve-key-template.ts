@@ -1,0 +1,41 @@
+import { LockKeyError } from '../errors/lock-key.error';
+import { MAX_KEY_BYTES } from '../options/lock-defaults';
+import { escapeKeyValue, keyValueText, typeName } from './key-value';
+import type { KeyPlaceholder, KeyTemplate } from './key-template';
+
+/**
+ * Builds the key of one call. Deterministic and injective for a given template (see
+ * `parseKeyTemplate` and `escapeKeyValue`). A key longer than the core's limit (1024 UTF-8 bytes) is
+ * rejected here with the template named, never hashed or truncated: a key is meant to be an id,
+ * and a readable key is what an operator looks for in Redis.
+ */
+export function resolveKeyTemplate(template: KeyTemplate, args: readonly unknown[], where: string): string {
+  let key = template.literals[0];
+  template.placeholders.forEach((placeholder, i) => {
+    key += escapeKeyValue(keyValueText(valueAt(placeholder, args, where), placeholder, where)) + template.literals[i + 1];
+  });
+  const bytes = Buffer.byteLength(key, 'utf8');
+  if (bytes > MAX_KEY_BYTES) {
+    throw new LockKeyError(
+      `${where}: key template "${template.source}" resolved to a key of ${bytes} bytes ("${key.slice(0, 40)}…"); ` +
+        `the limit is ${MAX_KEY_BYTES}. Lock on an id rather than on a payload. The method was not run.`,
+    );
+  }
+  return key;
+}
+
+function valueAt(placeholder: KeyPlaceholder, args: readonly unknown[], where: string): unknown {
+  let value: unknown = args[placeholder.arg];
+  let walked = `<${placeholder.arg}`;
+  for (const name of placeholder.path) {
+    if (value === null || value === undefined) {
+      throw new LockKeyError(
+        `${where}: placeholder ${placeholder.source} cannot be resolved: ${walked}> is ${typeName(value)}, ` +
+          `which has no property "${name}". The method was not run.`,
+      );
+    }
+    value = (value as Record<string, unknown>)[name];
+    walked += `.${name}`;
+  }
+  return value;
+}

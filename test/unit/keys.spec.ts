@@ -1,0 +1,152 @@
+/**
+ * Key templates: parsed once, checked against the declared parameters, resolved per call into
+ * deterministic and injective keys, and refusing every value that would lock on a constant.
+ */
+import 'reflect-metadata';
+import fc from 'fast-check';
+import { LockKeyError } from '../../lib';
+import { compileKeySource } from '../../lib/keys/key-source';
+import { parseKeyTemplate } from '../../lib/keys/key-template';
+import { resolveKeyTemplate } from '../../lib/keys/resolve-key-template';
+
+const WHERE = '@Locked on Svc.method';
+const resolve = (template: string, args: unknown[]) => resolveKeyTemplate(parseKeyTemplate(template, WHERE), args, WHERE);
+
+describe('key template resolution', () => {
+  it.each<[string, unknown[], string]>([
+    ['jobs:settle', [], 'jobs:settle'],
+    ['order:<0>', ['42'], 'order:42'],
+    ['order:<0>', [42], 'order:42'],
+    ['coupon:<0>:<1.userId>', ['c1', { userId: 7 }], 'coupon:c1:7'],
+    ['item:<0.items.1.sku>', [{ items: [{ sku: 'a' }, { sku: 'b' }] }], 'item:b'],
+    ['<0>:<0>', ['x'], 'x:x'],
+    ['pre<0>:mid<1>post', ['a', 'b'], 'prea:midbpost'],
+    ['n:<0>:<1>:<2>', [10n, true, -1.5], 'n:10:true:-1.5'],
+    ['s:<0.length>', ['abcd'], 's:4'],
+    ['x:<0>:<1>', ['a:b', 'c'], 'x:a%3Ab:c'],
+    ['x:<0>:<1>', ['a', 'b:c'], 'x:a:b%3Ac'],
+    ['x:<0>', ['100%'], 'x:100%25'],
+    ['x:<0>', ['{tag}*?\n ü'], 'x:{tag}*?\n ü'],
+  ])('%s with %p → %s', (template, args, key) => {
+    expect(resolve(template, args)).toBe(key);
+  });
+});
+
+describe('template errors at decoration time (LockKeyError naming the method and template)', () => {
+  it.each<[string, unknown, number, RegExp]>([
+    ['empty template', '', 1, /empty/],
+    ['not a string', 42, 1, /expected a key template, an array of templates or a function, got the number 42/],
+    ['empty array', [], 1, /array of key templates is empty/],
+    ['unclosed <', 'a:<0', 1, /syntax error.*"<" is not closed/],
+    ['stray >', 'a:0>', 1, /syntax error.*unmatched ">"/],
+    ['nested <', 'a:<<0>>', 1, /syntax error/],
+    ['empty placeholder', 'a:<>', 1, /"<>" is not a placeholder/],
+    ['non-numeric index', 'a:<id>', 1, /"<id>" is not a placeholder/],
+    ['leading zero', 'a:<01>', 2, /"<01>" is not a placeholder/],
+    ['empty path segment', 'a:<0..id>', 1, /"<0..id>" is not a placeholder/],
+    ['trailing dot', 'a:<0.>', 1, /"<0.>" is not a placeholder/],
+    ['adjacent placeholders', 'a:<0><1>', 2, /<0> and <1> must be separated by text containing ":"/],
+    ['no separator between placeholders', 'a:<0>-<1>', 2, /must be separated/],
+    ['undeclared argument', 'a:<2>', 2, /uses <2>, but the method declares 2 parameter/],
+    ['undeclared argument in a path', 'a:<1.id>', 1, /uses <1.id>, but the method declares 1 parameter/],
+    ['undeclared argument, second template', ['a:<0>', 'b:<3>'], 2, /"b:<3>" uses <3>/],
+  ])('%s', (_name, spec, declared, message) => {
+    const compile = () => compileKeySource(spec as string, declared, WHERE);
+    expect(compile).toThrow(LockKeyError);
+    expect(compile).toThrow(message);
+    expect(compile).toThrow(/@Locked on Svc\.method/);
+  });
+});
+
+describe('value errors at call time (LockKeyError naming the placeholder and the type)', () => {
+  const sym = Symbol('s');
+  it.each<[string, string, unknown[], RegExp]>([
+    ['undefined argument', 'seat:<0>', [undefined], /<0> resolved to undefined/],
+    ['missing argument', 'seat:<1>', ['a'], /<1> resolved to undefined/],
+    ['null', 'seat:<0>', [null], /<0> resolved to null/],
+    ['empty string', 'seat:<0>', [''], /<0> resolved to an empty string/],
+    ['NaN', 'seat:<0>', [NaN], /<0> resolved to NaN/],
+    ['Infinity', 'seat:<0>', [Infinity], /<0> resolved to the number Infinity/],
+    ['object', 'seat:<0>', [{ id: 1 }], /<0> resolved to an object \(Object\)/],
+    ['array', 'seat:<0>', [[1, 2]], /<0> resolved to an array/],
+    ['function', 'seat:<0>', [() => 1], /<0> resolved to a function/],
+    ['symbol', 'seat:<0>', [sym], /<0> resolved to a symbol/],
+    ['missing field', 'seat:<0.id>', [{}], /<0.id> resolved to undefined/],
+    ['undefined on the path', 'seat:<0.a.b>', [{}], /<0.a.b> cannot be resolved: <0.a> is undefined/],
+    ['null argument with a path', 'seat:<0.id>', [null], /<0.id> cannot be resolved: <0> is null/],
+    ['Date object', 'seat:<0>', [new Date(0)], /an object \(Date\)/],
+  ])('%s', (_name, template, args, message) => {
+    const call = () => resolve(template, args);
+    expect(call).toThrow(LockKeyError);
+    expect(call).toThrow(message);
+    expect(call).toThrow(/The method was not run/);
+  });
+
+  it('rejects (never hashes or truncates) a key over 1024 UTF-8 bytes, naming the template', () => {
+    expect(resolve('k:<0>', ['x'.repeat(1022)])).toHaveLength(1024);
+    expect(() => resolve('k:<0>', ['x'.repeat(1023)])).toThrow(/key template "k:<0>" resolved to a key of 1025 bytes.*limit is 1024/);
+    // Multi-byte characters count by their UTF-8 size, and escaping counts too.
+    expect(() => resolve('k:<0>', ['ü'.repeat(512)])).toThrow(LockKeyError);
+    expect(() => resolve('k:<0>', [':'.repeat(341)])).toThrow(/1025 bytes/);
+  });
+});
+
+describe('key functions and template arrays', () => {
+  it('calls a key function with this and the arguments, and checks its result', () => {
+    const self = { tenant: 't1' };
+    const source = compileKeySource(function (this: typeof self, id: string) {
+      return `order:${this.tenant}:${id}`;
+    }, 0, WHERE);
+    expect(source.resolve(self, ['9'])).toEqual(['order:t1:9']);
+    const bad = (result: unknown) => compileKeySource(() => result as string, 0, WHERE).resolve(undefined, []);
+    expect(() => bad(undefined)).toThrow(/key function returned undefined/);
+    expect(() => bad('')).toThrow(/key function returned an empty string/);
+    expect(() => bad([])).toThrow(/returned an empty array/);
+    expect(() => bad(['a', 3])).toThrow(/returned the number 3/);
+    expect(bad(['a', 'b'])).toEqual(['a', 'b']);
+  });
+
+  it('resolves every template of an array', () => {
+    expect(compileKeySource(['acct:<0>', 'acct:<1>'], 2, WHERE).resolve(undefined, [1, 2])).toEqual(['acct:1', 'acct:2']);
+  });
+});
+
+describe('properties (fast-check)', () => {
+  const value = fc.oneof(
+    fc.string({ minLength: 1, unit: fc.constantFrom('a', 'b', ':', '%', '3', 'A', '2', '5', '<', '>', 'ü', '\\') }),
+    fc.string({ minLength: 1 }),
+    fc.integer(),
+    fc.boolean(),
+    fc.bigInt(),
+  );
+  const text = (v: unknown) => String(v);
+
+  it('is deterministic and injective on x:<0>:<1> (1,000 runs)', () => {
+    const template = parseKeyTemplate('x:<0>:<1>', WHERE);
+    fc.assert(
+      fc.property(value, value, value, value, (a, b, c, d) => {
+        const k1 = resolveKeyTemplate(template, [a, b], WHERE);
+        expect(resolveKeyTemplate(template, [a, b], WHERE)).toBe(k1);
+        const k2 = resolveKeyTemplate(template, [c, d], WHERE);
+        const sameInput = text(a) === text(c) && text(b) === text(d);
+        expect(k1 === k2).toBe(sameInput);
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+
+  it('is injective for splits of one string across parts, any separator-bearing template (1,000 runs)', () => {
+    const template = fc.constantFrom('<0>:<1>', 'a:<0>::<1>:z', '%<0>x:y<1>%', '<0>:%3A<1>', '<0.v>:<1.v>');
+    const piece = fc.string({ minLength: 1, unit: fc.constantFrom('a', ':', '%', '3', 'A', 'x', 'y', 'z') });
+    fc.assert(
+      fc.property(template, piece, piece, piece, piece, (t, a, b, c, d) => {
+        const parsed = parseKeyTemplate(t, WHERE);
+        const args = (x: string, y: string) => (t.includes('.v') ? [{ v: x }, { v: y }] : [x, y]);
+        const k1 = resolveKeyTemplate(parsed, args(a, b), WHERE);
+        const k2 = resolveKeyTemplate(parsed, args(c, d), WHERE);
+        expect(k1 === k2).toBe(a === c && b === d);
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+});
