@@ -6,3 +6,6 @@ export { currentLock } from './lock-context';
 export type { LockStats } from './lock-runtime';
 export * from './errors';
 export * from './interfaces';
+export { Locked, LOCKED_METADATA, LockHttpErrorsInterceptor } from './decorators';
+export type { LockedOptions, LockedMetadata } from './decorators';
+export type { LockKeySpec } from './keys';

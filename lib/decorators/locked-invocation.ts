@@ -1,0 +1,104 @@
+import { Observable, isObservable } from 'rxjs';
+import { DistributedLockError } from '../errors/distributed-lock.error';
+import type { LockOptions } from '../interfaces/lock-options.interface';
+import type { CompiledKeySource } from '../keys/key-source';
+import { lockServiceOf } from './lock-service-of';
+
+/** Everything one `@Locked` method needs at call time, computed once at decoration. */
+export interface LockedMethod {
+  readonly where: string;
+  readonly original: (...args: unknown[]) => unknown;
+  readonly keys: CompiledKeySource;
+  readonly lockOptions: LockOptions;
+  readonly fallback: unknown;
+}
+
+/**
+ * Promise-shaped call: the lock is taken (keys resolved and checked first, before any Redis
+ * command), the method runs inside it via `withLock` (so `currentLock()` and reentrancy work),
+ * its result is awaited, then the lock is released. A synchronous method therefore becomes
+ * asynchronous. Errors thrown by the method (including a nested lock's `LockBusyError`) propagate
+ * untouched: `'fail-fast'` only turns this call's own busy key into the fallback.
+ */
+export async function invokeForPromise(m: LockedMethod, self: unknown, args: unknown[]): Promise<unknown> {
+  const service = lockServiceOf(self, m.where);
+  const keys = m.keys.resolve(self, args);
+  return service.withLock(
+    keys,
+    async () => {
+      const result = await Reflect.apply(m.original, self, args);
+      if (isObservable(result)) {
+        throw new DistributedLockError(
+          `${m.where} returned an Observable, but its declared return type is not Observable, so the lock would be released ` +
+            `before anyone subscribes. Declare the return type (": Observable<T>", with emitDecoratorMetadata) so the lock is held for the subscription.`,
+        );
+      }
+      return result;
+    },
+    { ...m.lockOptions, fallback: () => fallbackValue(m, self, args) },
+  );
+}
+
+/**
+ * Observable-shaped call (the method's declared return type is `Observable`): nothing happens until
+ * subscription; then the lock is acquired, the method runs inside it and its Observable is
+ * subscribed to; the lock is released when that completes, errors, or the subscriber unsubscribes.
+ * Completion and error are delivered after the release, so a subscriber that reacts to them finds
+ * the key free.
+ */
+export function invokeForObservable(m: LockedMethod, self: unknown, args: unknown[]): Observable<unknown> {
+  return new Observable<unknown>((subscriber) => {
+    let finished = false;
+    let finish: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => (finish = () => ((finished = true), resolve())));
+    let inner: { unsubscribe(): void } | undefined;
+    let terminal: { error: unknown } | 'complete' | undefined;
+    let ran = false;
+
+    const run = async () => {
+      const service = lockServiceOf(self, m.where);
+      const keys = m.keys.resolve(self, args);
+      const outcome = await service.withLock(
+        keys,
+        () => {
+          ran = true;
+          if (finished) return; // unsubscribed while waiting for the lock: give it back at once
+          const source = Reflect.apply(m.original, self, args);
+          if (!isObservable(source)) {
+            throw new DistributedLockError(`${m.where} is declared to return an Observable but returned ${typeof source}.`);
+          }
+          inner = source.subscribe({
+            next: (value) => subscriber.next(value),
+            error: (error) => ((terminal = { error }), finish()),
+            complete: () => ((terminal = 'complete'), finish()),
+          });
+          if (finished) inner.unsubscribe();
+          return done;
+        },
+        { ...m.lockOptions, fallback: () => fallbackValue(m, self, args) },
+      );
+      if (!ran) return deliverFallback(outcome, subscriber);
+      if (terminal === 'complete') subscriber.complete();
+      else if (terminal) subscriber.error(terminal.error);
+    };
+    run().catch((error) => subscriber.error(error));
+
+    return () => {
+      finish();
+      inner?.unsubscribe();
+    };
+  });
+}
+
+function fallbackValue(m: LockedMethod, self: unknown, args: unknown[]): unknown {
+  return typeof m.fallback === 'function' ? Reflect.apply(m.fallback, self, args) : m.fallback;
+}
+
+function deliverFallback(value: unknown, subscriber: { next(v: unknown): void; complete(): void; error(e: unknown): void }): void {
+  if (isObservable(value)) {
+    value.subscribe(subscriber);
+    return;
+  }
+  if (value !== undefined) subscriber.next(value);
+  subscriber.complete();
+}

@@ -1,0 +1,91 @@
+import 'reflect-metadata';
+import { Observable } from 'rxjs';
+import { DistributedLockError } from '../errors/distributed-lock.error';
+import type { LockOptions } from '../interfaces/lock-options.interface';
+import { CompiledKeySource, LockKeySpec, compileKeySource } from '../keys/key-source';
+import { LOCK_DEFAULTS, MAX_TIMER_MS } from '../options/lock-defaults';
+import { ResolvedLockOptions, resolveLockOptions } from '../options/resolve-options';
+import { LockedMethod, invokeForObservable, invokeForPromise } from './locked-invocation';
+import { LOCKED_METADATA, LockedMetadata } from './locked.constants';
+import { LOCKED_METHODS, LOCKED_WRAPPERS } from './locked.internal-constants';
+import type { LockedOptions } from './locked-options.interface';
+
+/**
+ * Runs the method under a distributed lock on the key(s) built from its arguments.
+ *
+ * ```ts
+ * @Locked('coupon:<0>:<1.userId>', { onBusy: 'throw', ttl: 10_000 })
+ * async claim(campaignId: string, dto: ClaimDto) { ... }
+ * ```
+ *
+ * - Keys: a template (`<N>` is argument N, `<N.path.to.field>` follows properties, array indexes
+ *   included), an array of templates (one multi-key lock), or a function `(...args) => key | keys`
+ *   called with the method's `this`. Templates are parsed and checked against the declared
+ *   parameters here, at class definition. Resolved values are escaped (`%` → `%25`, `:` → `%3A`) so
+ *   different arguments never produce the same key; keys over 1024 bytes are rejected, not hashed.
+ * - Works on any provider or controller method whoever calls it (HTTP, `@Cron`, `@OnEvent`,
+ *   `@MessagePattern`, other services): the method itself is replaced by a `Proxy` that keeps `this`
+ *   and carries every metadata key of the original, so decorators above or below keep working.
+ * - The method becomes asynchronous (it returns a Promise) unless its declared return type is
+ *   `Observable`, in which case the lock is held for each subscription. Generator methods are refused.
+ * - The `LockService` is found at call time on the instance (attached by `DistributedLockModule`);
+ *   without it the call fails and the method does not run.
+ */
+export function Locked(keys: LockKeySpec, options: LockedOptions = {}): MethodDecorator {
+  return (target: object, propertyKey: string | symbol, descriptor: PropertyDescriptor) => {
+    const className = typeof target === 'function' ? target.name : target.constructor?.name ?? '(anonymous class)';
+    const where = `@Locked on ${className}.${String(propertyKey)}`;
+    const original: unknown = descriptor?.value;
+    if (typeof original !== 'function') throw new DistributedLockError(`${where}: @Locked decorates methods only.`);
+    if (typeof target === 'function') {
+      throw new DistributedLockError(`${where}: static methods cannot be @Locked (the lock service is found on the instance); use LockService.withLock.`);
+    }
+    if (LOCKED_WRAPPERS.has(original)) {
+      throw new DistributedLockError(`${where}: @Locked is applied twice; pass several keys as one array, @Locked(['a:<0>', 'b:<1>']), so they are taken in one canonical order.`);
+    }
+    rejectGenerators(original, where);
+    const lockOptions = checkOptions(options, where);
+    const paramTypes: unknown[] | undefined = Reflect.getMetadata('design:paramtypes', target, propertyKey);
+    const keySource: CompiledKeySource = compileKeySource(keys, Math.max(paramTypes?.length ?? 0, original.length), where);
+    const returnsObservable = isObservableType(Reflect.getMetadata('design:returntype', target, propertyKey));
+
+    const method: LockedMethod = { where, original: original as LockedMethod['original'], keys: keySource, lockOptions, fallback: options.fallback };
+    const wrapper = new Proxy(original, {
+      // `name` and `length` are read through to the original by the Proxy itself.
+      apply: (_fn, self, args: unknown[]) => (returnsObservable ? invokeForObservable(method, self, args) : invokeForPromise(method, self, args)),
+    });
+    // Decorators written below @Locked have already put their metadata on the original function;
+    // those above will write onto the wrapper. Copy the former so both are visible on the wrapper.
+    for (const key of Reflect.getOwnMetadataKeys(original)) Reflect.defineMetadata(key, Reflect.getOwnMetadata(key, original), wrapper);
+    const metadata: LockedMetadata = { keys, options };
+    Reflect.defineMetadata(LOCKED_METADATA, metadata, wrapper);
+    const names: (string | symbol)[] = Reflect.getOwnMetadata(LOCKED_METHODS, target) ?? [];
+    Reflect.defineMetadata(LOCKED_METHODS, [...names, propertyKey], target);
+    LOCKED_WRAPPERS.add(wrapper);
+    descriptor.value = wrapper;
+    return descriptor;
+  };
+}
+
+function rejectGenerators(fn: Function, where: string): void {
+  const kind = (fn as unknown as Record<symbol, unknown>)[Symbol.toStringTag];
+  if (kind === 'AsyncGeneratorFunction' || kind === 'GeneratorFunction') {
+    throw new DistributedLockError(
+      `${where}: generator methods cannot be @Locked: the lock would stay held while the consumer pauses between items, and forever if it ` +
+        `abandons the iteration. Collect the items in a locked method, or wrap the loop in lockService.withLock(...).`,
+    );
+  }
+}
+
+// Only per-field checks at decoration time: whether retryDelay.max >= min can depend on the module defaults.
+const DECORATION_BASE: ResolvedLockOptions = { ...LOCK_DEFAULTS, retryDelay: { min: 1, max: MAX_TIMER_MS } };
+
+function checkOptions(options: LockedOptions, where: string): LockOptions {
+  resolveLockOptions(DECORATION_BASE, options, `${where} options`);
+  const { fallback: _fallback, ...lockOptions } = options;
+  return lockOptions;
+}
+
+function isObservableType(type: unknown): boolean {
+  return typeof type === 'function' && (type === Observable || type.prototype instanceof Observable);
+}
