@@ -1,0 +1,33 @@
+import { Module } from '@nestjs/common';
+import { ConfigModule, ConfigService } from '@nestjs/config';
+import { ScheduleModule } from '@nestjs/schedule';
+import { DistributedLockModule } from '../../lib';
+import { CampaignsModule } from './campaigns/campaigns.module';
+import { AppConfig, validateConfig } from './config/app-config';
+import { DatabaseModule } from './database/database.module';
+import { LockDecoratorsBridge } from './locking/lock-decorators.bridge';
+import { SettlementModule } from './settlement/settlement.module';
+
+@Module({
+  imports: [
+    // Configuration comes from the environment only (12-factor); validated before anything starts.
+    ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, validate: validateConfig }),
+    ScheduleModule.forRoot(),
+    DistributedLockModule.forRootAsync({
+      imports: [ConfigModule],
+      inject: [ConfigService],
+      useFactory: (config: ConfigService<AppConfig, true>) => ({
+        redis: config.get('REDIS_URL', { infer: true }),
+        keyPrefix: 'coupons:lock:',
+        ttl: config.get('LOCK_TTL', { infer: true }),
+        onBusy: 'retry',
+        waitTimeout: config.get('CLAIM_WAIT_MS', { infer: true }),
+      }),
+    }),
+    DatabaseModule,
+    CampaignsModule,
+    SettlementModule,
+  ],
+  providers: [LockDecoratorsBridge],
+})
+export class AppModule {}

@@ -1,0 +1,90 @@
+import { Injectable } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import { currentLock, LockService } from '../../../lib';
+import type { AppConfig } from '../config/app-config';
+import { ClaimStall } from '../debug/claim-stall';
+import { lockErrorToHttp } from '../locking/lock-errors-to-http';
+import { SwitchableLocked } from '../locking/switchable-locked.decorator';
+import type { Campaign, Coupon } from './campaign.entities';
+import { campaignLockKey } from './campaign-lock-key';
+import { AlreadyClaimedException, CampaignNotFoundException, LeaseLostException, SoldOutException } from './campaign.exceptions';
+import { CampaignRepository } from './campaign.repository';
+
+export interface CampaignView {
+  id: string;
+  stock: number;
+  /** The counter on the campaign row. */
+  issued: number;
+  remaining: number;
+  /** Coupon rows that really exist (differs from `issued` after an oversell's lost updates). */
+  couponsIssued: number;
+}
+
+export interface ClaimDebug {
+  /** Freeze point for the demo (see ClaimStall). */
+  stall?: boolean;
+}
+
+@Injectable()
+export class CampaignsService {
+  private readonly instance: string;
+
+  constructor(
+    private readonly campaigns: CampaignRepository,
+    private readonly locks: LockService,
+    private readonly stall: ClaimStall,
+    config: ConfigService<AppConfig, true>,
+  ) {
+    this.instance = config.get('INSTANCE', { infer: true });
+  }
+
+  /**
+   * Issues one coupon if stock remains and the user has none yet: read, check, write — three steps
+   * with awaits in between, correct only while no other claim of this campaign runs meanwhile on
+   * ANY instance. Waits (bounded by the module's waitTimeout) for the campaign's lock; 409 when that
+   * runs out. ttl and waitTimeout come from DistributedLockModule.forRootAsync (LOCK_TTL, CLAIM_WAIT_MS).
+   */
+  @SwitchableLocked('campaign:<0>', { onBusy: 'retry' })
+  async claim(campaignId: string, userId: string, debug: ClaimDebug = {}): Promise<Coupon> {
+    // undefined with LOCK_MODE=in-process: then the write is unfenced, exactly like the incident's code.
+    const fence = currentLock()?.fencingToken;
+    const campaign = await this.campaigns.findCampaign(campaignId);
+    if (!campaign) throw new CampaignNotFoundException(campaignId);
+    if (debug.stall && this.stall.enabled) await this.stall.freezeHere({ campaignId, userId });
+    if (await this.campaigns.findCouponOf(campaignId, userId)) throw new AlreadyClaimedException(campaignId, userId);
+    if (campaign.issued >= campaign.stock) throw new SoldOutException(campaignId);
+    // No `lock.signal` check before writing: it would only narrow the window in which the lease can
+    // lapse unnoticed (a pause can still come right after the check). The fence closes it.
+    const written = await this.campaigns.issueCoupon(campaign, userId, this.instance, fence);
+    if (!written.accepted) throw new LeaseLostException(campaignId, fence!, written.lastFence);
+    return written.value;
+  }
+
+  /**
+   * Creates the campaign or sets its stock. LockService by hand rather than a decorator: an admin
+   * change must not queue behind a burst of claims (`onBusy: 'throw'`: 409 at once), the write
+   * needs the lock's fencing token in hand, and `await using` releases it at the end of the block.
+   */
+  async upsert(campaignId: string, stock: number): Promise<Campaign> {
+    await using lock = await this.locks.acquire(campaignLockKey(campaignId), { onBusy: 'throw' }).catch((error: unknown) => {
+      throw lockErrorToHttp(error);
+    });
+    const written = await this.campaigns.upsertCampaign(campaignId, stock, lock.fencingToken);
+    if (!written.accepted) throw new LeaseLostException(campaignId, lock.fencingToken, written.lastFence);
+    return written.value;
+  }
+
+  /** A read without the lock: a snapshot, good enough for a status page. */
+  async view(campaignId: string): Promise<CampaignView> {
+    const campaign = await this.campaigns.findCampaign(campaignId);
+    if (!campaign) throw new CampaignNotFoundException(campaignId);
+    const couponsIssued = await this.campaigns.countIssuedCoupons(campaignId);
+    return {
+      id: campaign.id,
+      stock: campaign.stock,
+      issued: campaign.issued,
+      remaining: Math.max(0, campaign.stock - campaign.issued),
+      couponsIssued,
+    };
+  }
+}
