@@ -1,0 +1,287 @@
+/**
+ * T4 — Redis frozen (SIGSTOP), killed (SIGKILL) and restarted empty, with the library in the
+ * middle of acquire, hold (watchdog renewals) and release. Every call must settle within its
+ * configured bound with LockConnectionError (never "busy", never a hang), a held lock must be
+ * reported lost through its signal, nothing may be left pending, no promise may reject unhandled,
+ * and the service must still close cleanly.
+ *
+ * Each case first proves the fault fired: a frozen or dead server does not answer a raw PING, a
+ * killed server's pid is gone.
+ */
+import * as vm from 'vm';
+import type Redis from 'ioredis';
+import { DistributedLockModuleOptions, Lock, LockConnectionError, LockLostError, LockService } from '../../lib';
+import { pingOnce } from '../harness/redis-ping';
+import { RedisProcess, killSurvivors } from '../harness/redis-process';
+import { SettleTracker } from './workers/support/settle-tracker';
+import { hrMs, isAlive, pollUntil, sleep } from './workers/support/timing';
+
+const COMMAND_TIMEOUT = 300;
+/** Timer lateness and scheduling on a loaded 2-core box; the bounds below are bound + this. */
+const SLACK = 100;
+const SHUTDOWN_TIMEOUT = 1_000;
+
+// jest gives each test file a copy of `process` whose listeners never see unhandled rejections;
+// the real process object does (the same trick the harness reaper uses).
+const realProcess = vm.runInThisContext('process') as NodeJS.Process;
+
+/**
+ * Resolves with when and why `signal` aborted: `at` on hrMs(), `perfAt` on performance.now() (the
+ * library's own clock, to compare with a lease deadline). Never reads `lock.signal` again: that
+ * getter checks the deadline itself, and the point is that the watchdog notices on its own.
+ */
+function abortOf(signal: AbortSignal): Promise<{ at: number; perfAt: number; reason: unknown }> {
+  return new Promise((resolve) => {
+    const done = () => resolve({ at: hrMs(), perfAt: performance.now(), reason: signal.reason });
+    if (signal.aborted) return done();
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** Timer lateness allowed between a lease deadline and the abort it must cause. */
+const DEADLINE_SLACK = 30;
+
+/** Runs `promise` and reports how it settled and how long it took (ms). */
+async function timed<T>(promise: Promise<T>): Promise<{ ms: number; value?: T; error?: unknown }> {
+  const started = hrMs();
+  try {
+    const value = await promise;
+    return { ms: hrMs() - started, value };
+  } catch (error) {
+    return { ms: hrMs() - started, error };
+  }
+}
+
+describe('T4 Redis stopped, frozen and restarted under the lock', () => {
+  let redis: RedisProcess;
+  let client: Redis;
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  let calls: SettleTracker;
+  let services: LockService[];
+
+  beforeAll(async () => {
+    realProcess.on('unhandledRejection', onUnhandled);
+    redis = await RedisProcess.start();
+    client = redis.client();
+  });
+
+  beforeEach(() => {
+    calls = new SettleTracker();
+    services = [];
+  });
+
+  afterEach(async () => {
+    // Whatever a case did to the server, the next one starts with a running, responsive Redis.
+    try {
+      redis.resume();
+    } catch {
+      // killed (and not restarted) by the case
+    }
+    if (!(await pingOnce(redis.port, redis.host, 200))) await redis.restart();
+    // Every service closes cleanly and promptly, and no library call is left hanging.
+    for (const service of services) {
+      const closed = await timed(calls.track('close()', service.close()));
+      expect(closed.error).toBeUndefined();
+      expect(closed.ms).toBeLessThan(SHUTDOWN_TIMEOUT + SLACK);
+    }
+    expect(calls.pending()).toEqual([]);
+    expect(unhandled).toEqual([]);
+  });
+
+  afterAll(async () => {
+    // Let any late failure surface before the last look.
+    await sleep(50);
+    realProcess.off('unhandledRejection', onUnhandled);
+    await redis.stop();
+    expect(unhandled).toEqual([]);
+  });
+  afterAll(() => expect(killSurvivors()).toEqual([]));
+
+  async function makeService(options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> {
+    const service = new LockService({
+      redis: redis.url,
+      keyPrefix: 't4:',
+      commandTimeout: COMMAND_TIMEOUT,
+      shutdownTimeout: SHUTDOWN_TIMEOUT,
+      ...options,
+    });
+    services.push(service);
+    await service.onModuleInit();
+    return service;
+  }
+
+  async function expectFrozen(): Promise<void> {
+    expect(await pingOnce(redis.port, redis.host, 150)).toBe(false);
+    expect(isAlive(redis.pid)).toBe(true);
+  }
+
+  it('(a) Redis frozen during acquire: LockConnectionError within commandTimeout, and the attempt leaves nothing behind', async () => {
+    const locks = await makeService({ ttl: 2_000 });
+    redis.pause();
+    await expectFrozen();
+
+    const attempt = await timed(calls.track('acquire', locks.acquire('a:key')));
+    console.log(`T4 (a) acquire on a frozen Redis settled after ${attempt.ms.toFixed(1)} ms: ${(attempt.error as Error)?.name}`);
+    expect(attempt.error).toBeInstanceOf(LockConnectionError);
+    expect((attempt.error as LockConnectionError).operation).toBe('acquire');
+    // It was the bound that ended the wait (a frozen server accepts the bytes and never answers).
+    expect(attempt.ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT - 5);
+    expect(attempt.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);
+
+    redis.resume();
+    // The unanswered attempt reaches Redis after the thaw, followed by the library's clean-up: no
+    // lock for nobody, no queue entry.
+    expect(await pollUntil(async () => (await client.exists('t4:{a:key}', 't4:{a:key}:q', 't4:{a:key}:w')) === 0, 1_000)).toBe(true);
+    const lock = await calls.track('acquire after thaw', locks.acquire('a:key'));
+    expect(await calls.track('release after thaw', lock.release())).toBe(true);
+  });
+
+  it('(b) Redis frozen during hold: renewals fail, the signal aborts with LockLostError by the lease deadline, no unhandled rejection', async () => {
+    const TTL = 1_000;
+    const lost: Array<{ lock: Lock; error: LockLostError }> = [];
+    const locks = await makeService({ ttl: TTL, onLockLost: (lock, error) => lost.push({ lock, error }) });
+    const lock = await calls.track('acquire', locks.acquire('b:key'));
+    const aborted = abortOf(lock.signal);
+    // One renewal succeeds first, so the frozen server interrupts a watchdog already at work.
+    expect(await pollUntil(() => locks.getStats().renewals >= 1, TTL)).toBe(true);
+
+    const pausedAt = hrMs();
+    redis.pause();
+    await expectFrozen();
+    // No renewal can succeed from here on, so this is the deadline the library must honour
+    // (monotonic ms; reading it has no side effect).
+    const deadline = lock.deadline;
+    const abort = await aborted;
+    const afterPause = abort.at - pausedAt;
+    const afterDeadline = abort.perfAt - deadline;
+    const stats = locks.getStats();
+    console.log(
+      `T4 (b) lease lost ${afterPause.toFixed(1)} ms after the freeze (TTL ${TTL}), ${afterDeadline.toFixed(1)} ms after its deadline, ` +
+        `reason ${(abort.reason as LockLostError).reason}, renewal errors ${stats.renewalErrors}`,
+    );
+    expect(abort.reason).toBeInstanceOf(LockLostError);
+    expect((abort.reason as LockLostError).reason).toBe('expired');
+    // The holder learns at its deadline, not whenever a renewal in flight happens to time out.
+    expect(afterDeadline).toBeGreaterThanOrEqual(0);
+    expect(afterDeadline).toBeLessThanOrEqual(DEADLINE_SLACK);
+    // Every lease deadline counts from a renewal sent before the freeze, so none lies past pausedAt + TTL.
+    expect(afterPause).toBeLessThanOrEqual(TTL + DEADLINE_SLACK);
+    // ...and no earlier than the last successful renewal allows (renewals run every TTL/3).
+    expect(afterPause).toBeGreaterThanOrEqual(TTL / 2);
+    expect(stats.renewalErrors).toBeGreaterThanOrEqual(1);
+    expect(stats.lost).toBe(1);
+    expect(lost).toHaveLength(1);
+    expect(lost[0].lock).toBe(lock);
+    expect(lost[0].error).toBe(abort.reason);
+    expect(lock.isHeld()).toBe(false);
+
+    const sentBeforeLoss = stats.renewals + stats.renewalErrors;
+    redis.resume();
+    const thawedAt = hrMs();
+    // Renewals sent before the loss wait in the frozen server's socket and run on the thaw; one that
+    // lands just before Redis' own expiry may extend the key once more (owner-checked, so for our
+    // token only and by one TTL at most). Nothing is sent after the loss, so the key is gone within
+    // one TTL of the thaw and nobody waits longer than that.
+    expect(await pollUntil(async () => (await client.exists('t4:{b:key}')) === 0, TTL + SLACK)).toBe(true);
+    console.log(`T4 (b) key gone ${(hrMs() - thawedAt).toFixed(1)} ms after the thaw`);
+    const after = locks.getStats();
+    expect(after.renewals + after.renewalErrors).toBe(sentBeforeLoss);
+    expect(await calls.track('release of the lost lock', lock.release())).toBe(false);
+  });
+
+  it('(c) Redis frozen during release: LockConnectionError within commandTimeout; the delete still lands after the thaw', async () => {
+    const locks = await makeService({ ttl: 5_000 });
+    const lock = await calls.track('acquire', locks.acquire('c:key'));
+    redis.pause();
+    await expectFrozen();
+
+    const release = await timed(calls.track('release', lock.release()));
+    console.log(`T4 (c) release on a frozen Redis settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.name}`);
+    expect(release.error).toBeInstanceOf(LockConnectionError);
+    expect((release.error as LockConnectionError).operation).toBe('release');
+    expect(release.ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT - 5);
+    expect(release.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);
+    expect(lock.isHeld()).toBe(false);
+    const renewalsAtRelease = locks.getStats().renewals;
+
+    redis.resume();
+    expect(await pollUntil(async () => (await client.exists('t4:{c:key}')) === 0, 1_000)).toBe(true);
+    // The watchdog dropped the lock at release: it does not keep renewing a lock whose release failed.
+    await sleep(200);
+    expect(locks.getStats().renewals).toBe(renewalsAtRelease);
+  });
+
+  it('(d) Redis killed: acquire, tryAcquire and isLocked fail fast with LockConnectionError, none hangs', async () => {
+    const locks = await makeService({ ttl: 2_000 });
+    const warmup = await calls.track('acquire before the kill', locks.acquire('d:key'));
+    expect(await calls.track('release before the kill', warmup.release())).toBe(true);
+
+    const pid = redis.pid;
+    const exit = await redis.kill9();
+    expect(exit.signal).toBe('SIGKILL');
+    expect(isAlive(pid)).toBe(false);
+    expect(await pingOnce(redis.port, redis.host, 150)).toBe(false);
+
+    const results = [
+      await timed(calls.track('acquire', locks.acquire('d:key'))),
+      await timed(calls.track('tryAcquire', locks.tryAcquire('d:key'))),
+      await timed(calls.track('isLocked', locks.isLocked('d:key'))),
+      await timed(calls.track('withLock', locks.withLock('d:key', () => 'ran'))),
+    ];
+    console.log(`T4 (d) calls on a killed Redis settled after ${results.map((r) => r.ms.toFixed(1)).join(', ')} ms`);
+    for (const r of results) {
+      expect(r.error).toBeInstanceOf(LockConnectionError);
+      expect(r.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);
+    }
+  });
+
+  it('(e) Redis restarted empty while a lock is held: the holder learns it lost the lock, and new acquires work within 1 s', async () => {
+    const TTL = 3_000;
+    const RENEW_INTERVAL = TTL / 3;
+    const locks = await makeService({ ttl: TTL });
+    const lock = await calls.track('acquire', locks.acquire('e:key'));
+    const aborted = abortOf(lock.signal);
+    await sleep(200);
+
+    const oldPid = redis.pid;
+    await redis.restart();
+    const backAt = hrMs();
+    expect(redis.pid).not.toBe(oldPid);
+    expect(isAlive(oldPid)).toBe(false);
+    expect(await client.exists('t4:{e:key}', 't4:{e:key}:f')).toBe(0);
+
+    // A new acquire (through the same service's reconnecting connection) as soon as it can work.
+    let next: Lock | undefined;
+    let attempts = 0;
+    while (!next && hrMs() - backAt < 2_000) {
+      attempts++;
+      const attempt = await timed(calls.track(`acquire after restart #${attempts}`, locks.acquire('e:other', { onBusy: 'throw' })));
+      if (attempt.value) next = attempt.value;
+      else {
+        expect(attempt.error).toBeInstanceOf(LockConnectionError);
+        await sleep(10);
+      }
+    }
+    const nextAt = hrMs() - backAt;
+
+    const abort = await aborted;
+    const lostAfter = abort.at - backAt;
+    console.log(
+      `T4 (e) holder lost the lock ${lostAfter.toFixed(1)} ms after Redis was back (reason ${(abort.reason as LockLostError).reason}); ` +
+        `a new acquire worked ${nextAt.toFixed(1)} ms after, on attempt ${attempts}`,
+    );
+    expect(next).toBeDefined();
+    expect(nextAt).toBeLessThanOrEqual(1_000);
+    expect(abort.reason).toBeInstanceOf(LockLostError);
+    expect(lostAfter).toBeLessThanOrEqual(RENEW_INTERVAL + COMMAND_TIMEOUT + SLACK);
+
+    // The old key is free for anyone, and its fencing token still increases although Redis lost the counter.
+    const again = await calls.track('acquire of the lost key', locks.acquire('e:key', { onBusy: 'throw' }));
+    expect(again.fencingToken).toBeGreaterThan(lock.fencingToken);
+    expect(await calls.track('release of the lost lock', lock.release())).toBe(false);
+    expect(await client.get('t4:{e:key}')).toBe(again.token);
+    expect(await calls.track('release new', again.release())).toBe(true);
+    expect(await calls.track('release other', next!.release())).toBe(true);
+  });
+});
