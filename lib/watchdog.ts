@@ -103,6 +103,11 @@ export class Watchdog {
     }
     if (due.length === 0) return;
     for (const d of due) d.lease.renewing = true;
+    // Keep the deadline timer armed while these renewals are on the wire: on a frozen Redis the
+    // reply (or our timeout) can come up to commandTimeout after a lease's deadline, and the holder
+    // must learn of the loss at the deadline, not then. (Minimal fix by the fault-test engineer;
+    // exposed by test/e2e/core-redis-faults.spec.ts case (b).)
+    this.reschedule();
     const requests: RenewRequest[] = due.map(({ lock, lease }) => ({ keys: lease.keys, token: lock.token, ttl: lease.ttl }));
     const sentAt = monotonicNow();
     const results = await this.store.renewMany(requests);
