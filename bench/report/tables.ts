@@ -1,0 +1,70 @@
+import { fmt, fmtMs, fmtPct, Table } from './format';
+import type { BenchResults } from './bench-results';
+
+type Row<T> = [label: string, cell: (r: T) => string];
+
+function sideBySide<T>(results: BenchResults, byLib: Record<string, T | undefined>, rows: Row<T>[]): Table {
+  const names = results.adapters.map((a) => a.name).filter((n) => byLib[n] !== undefined);
+  return [['', ...names], ...rows.map(([label, cell]) => [label, ...names.map((n) => cell(byLib[n] as T))])];
+}
+
+export function sequentialTable(results: BenchResults): Table {
+  return sideBySide(results, results.sequential, [
+    ['µs per cycle (median round)', (r) => fmt(r.usPerCycle)],
+    ['µs per cycle, rounds min–max', (r) => `${fmt(Math.min(...r.usPerCycleRounds), 0)}–${fmt(Math.max(...r.usPerCycleRounds), 0)}`],
+    ['round trips per cycle', (r) => fmt(r.roundTripsPerCycle, 2)],
+    ['Redis commands per cycle', (r) => fmt(r.commandsPerCycle, 1)],
+    ['Redis CPU µs per cycle', (r) => fmt(r.cpuUsPerCycle)],
+    ['client CPU µs per cycle', (r) => fmt(r.clientCpuUsPerCycle)],
+  ]);
+}
+
+export function parallelTable(results: BenchResults): Table {
+  return sideBySide(results, results.parallel, [
+    ['ops/s (median round)', (r) => fmt(r.opsPerSec, 0)],
+    ['ops/s, rounds min–max', (r) => `${fmt(Math.min(...r.opsPerSecRounds), 0)}–${fmt(Math.max(...r.opsPerSecRounds), 0)}`],
+    ['round trips per op', (r) => fmt(r.roundTripsPerOp, 2)],
+    ['Redis commands per op', (r) => fmt(r.commandsPerOp, 1)],
+    ['Redis CPU µs per op', (r) => fmt(r.cpuUsPerOp)],
+    ['client CPU µs per op', (r) => fmt(r.clientCpuUsPerOp)],
+  ]);
+}
+
+export function contendedTable(results: BenchResults, index: number): Table {
+  const run = results.contended[index];
+  return sideBySide(results, run.byLib, [
+    ['acquisitions', (r) => String(r.acquisitions)],
+    ['acquisitions/s', (r) => fmt(r.acquisitionsPerSec)],
+    ['wait p50 ms', (r) => fmtMs(r.waitP50)],
+    ['wait p99 ms', (r) => fmtMs(r.waitP99)],
+    ['wait max ms', (r) => fmtMs(r.waitMax)],
+    ['handoff p50 ms', (r) => fmtMs(r.handoffP50)],
+    ['handoff p99 ms', (r) => fmtMs(r.handoffP99)],
+    ['re-acquired by releaser', (r) => fmtPct(r.reacquireShare)],
+    ['acquisitions per worker min–max', (r) => `${Math.min(...r.perWorker)}–${Math.max(...r.perWorker)}`],
+    ['library gave up (worker re-asked)', (r) => String(r.giveUps)],
+    ['overlaps', (r) => String(r.overlaps)],
+    ['round trips per acquisition', (r) => fmt(r.roundTripsPerAcq)],
+    ['Redis commands per acquisition', (r) => fmt(r.commandsPerAcq)],
+    ['Redis CPU µs per acquisition', (r) => fmt(r.cpuUsPerAcq, 0)],
+    ['Redis bytes out per acquisition', (r) => fmt(r.server.outputBytes / r.acquisitions, 0)],
+    ['pub/sub messages per acquisition', (r) => fmt(r.client.messagesReceived / r.acquisitions)],
+  ]);
+}
+
+export function heldTable(results: BenchResults): Table {
+  return sideBySide(results, results.held, [
+    ['locks held', (r) => String(r.locks)],
+    ['ttl ms / held for ms', (r) => `${r.ttl} / ${r.holdMs}`],
+    ['taking all locks ms', (r) => fmt(r.acquireAllMs, 0)],
+    ['renewals (script calls)', (r) => String(r.renewals)],
+    ['renewal rounds (renewals / locks)', (r) => fmt(r.renewalRounds, 2)],
+    ['round trips while held', (r) => String(r.roundTrips)],
+    ['of which pipelines', (r) => String(r.pipelines)],
+    ['round trips per renewal round (1 connection)', (r) => fmt(r.roundTripsPerRound, 1)],
+    ['heap bytes per held lock', (r) => fmt(r.heapBytesPerLock, 0)],
+    ['event-loop delay p99 ms', (r) => fmtMs(r.eventLoopDelayP99Ms)],
+    ['event-loop delay max ms', (r) => fmtMs(r.eventLoopDelayMaxMs)],
+    ['Redis CPU µs per renewal', (r) => fmt(r.cpuUsPerRenewal)],
+  ]);
+}

@@ -1,0 +1,135 @@
+/**
+ * `npm run bench`: the same workloads against this library, its peers and a raw floor, side by
+ * side in one run, each library on its own fresh redis-server. Prints the tables and the issue's
+ * targets as PASS/FAIL, writes bench/results.md and the wait-time chart. Targets are reported, not
+ * asserted: exit code 0 whenever it ran, non-zero only on a crash or an overlap (a broken lock).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ADAPTERS, LockAdapter } from './adapters';
+import { benchConfig } from './bench-config';
+import { redisServerVersion } from './measure/bench-server';
+import { nowMs } from './measure/clock';
+import { idleRedisCpuUsPerSec } from './measure/idle-redis-cpu';
+import { installRoundTripCounter } from './measure/round-trips';
+import type { BenchResults } from './report/bench-results';
+import { renderTable } from './report/format';
+import { machineInfo } from './report/machine';
+import { resultsMarkdown } from './report/results-markdown';
+import { contendedTable, heldTable, parallelTable, sequentialTable } from './report/tables';
+import { checkTargets, targetsTable, totalOverlaps } from './report/targets';
+import { waitDistributionSvg } from './report/wait-distribution-svg';
+import { ContendedResult, runContended } from './workloads/contended.workload';
+import { HeldResult, runHeldWatchdog } from './workloads/held-watchdog.workload';
+import { ParallelRound, runParallelRound, summarizeParallel } from './workloads/parallel-distinct.workload';
+import { runSequentialRound, SequentialRound, summarizeSequential } from './workloads/sequential.workload';
+
+const CHART_FILE = 'wait-distribution-20ms.svg';
+/** Libraries that renew leases by themselves; redlock-10ms shares redlock's extension code. */
+const HELD_LIBRARIES = new Set(['ours', 'redis-semaphore', 'redlock']);
+
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+/** Rounds interleaved across libraries, starting with a different library each round, so drift and noise hit all alike. */
+async function interleaved<T>(rounds: number, run: (adapter: LockAdapter) => Promise<T>): Promise<Record<string, T[]>> {
+  const byLib: Record<string, T[]> = Object.fromEntries(ADAPTERS.map((a) => [a.name, [] as T[]]));
+  for (let round = 0; round < rounds; round++) {
+    for (let i = 0; i < ADAPTERS.length; i++) {
+      const adapter = ADAPTERS[(i + round) % ADAPTERS.length];
+      byLib[adapter.name].push(await run(adapter));
+    }
+  }
+  return byLib;
+}
+
+async function main(): Promise<number> {
+  const started = nowMs();
+  const config = benchConfig();
+  installRoundTripCounter();
+  const machine = machineInfo(await redisServerVersion());
+  log(`nestjs-distributed-lock bench${config.quick ? ' (BENCH_QUICK=1)' : ''}: Node ${machine.node}, ${machine.cpu}, ${machine.cores} cores, redis-server ${machine.redis}`);
+  const idle = await idleRedisCpuUsPerSec();
+
+  log(`(a) sequential: ${config.sequential.rounds} rounds × ${config.sequential.cyclesPerRound} cycles per library…`);
+  const seqRounds = await interleaved<SequentialRound>(config.sequential.rounds, (a) => runSequentialRound(a, config.sequential.cyclesPerRound));
+  const sequential = Object.fromEntries(Object.entries(seqRounds).map(([n, r]) => [n, summarizeSequential(r)]));
+
+  const { rounds: pRounds, opsPerRound, inFlight } = config.parallel;
+  log(`(b) ${inFlight} in flight on distinct keys: ${pRounds} rounds × ${opsPerRound} ops per library…`);
+  const parRounds = await interleaved<ParallelRound>(pRounds, (a) => runParallelRound(a, opsPerRound, inFlight));
+  const parallel = Object.fromEntries(Object.entries(parRounds).map(([n, r]) => [n, summarizeParallel(r, inFlight)]));
+
+  const contended: BenchResults['contended'] = [];
+  for (const { sectionMs, durationMs } of config.contended.runs) {
+    const byLib: Record<string, ContendedResult> = {};
+    for (const adapter of ADAPTERS) {
+      log(`(c) ${config.contended.workers} workers, ${sectionMs} ms section, ${durationMs / 1000} s: ${adapter.name}…`);
+      byLib[adapter.name] = await runContended(adapter, config.contended.workers, sectionMs, durationMs);
+      if (byLib[adapter.name].overlaps > 0) log(`    !!! ${adapter.name}: ${byLib[adapter.name].overlaps} OVERLAPS`);
+    }
+    contended.push({ sectionMs, durationMs, byLib });
+  }
+
+  const held: Record<string, HeldResult | undefined> = {};
+  for (const adapter of ADAPTERS.filter((a) => HELD_LIBRARIES.has(a.name))) {
+    log(`(d) ${config.held.locks} locks held with renewal: ${adapter.name}…`);
+    held[adapter.name] = await runHeldWatchdog(adapter, config.held.locks, config.held.ttl, config.held.holdMs);
+  }
+
+  const results: BenchResults = {
+    config,
+    machine,
+    adapters: ADAPTERS,
+    idleRedisCpuUsPerSec: idle,
+    sequential,
+    parallel,
+    contended,
+    held,
+    totalSeconds: (nowMs() - started) / 1000,
+  };
+  const checks = checkTargets(results);
+
+  log('');
+  log('(a) sequential uncontended acquire + release');
+  log(renderTable(sequentialTable(results)));
+  log('');
+  log(`(b) ${inFlight} in flight on distinct keys`);
+  log(renderTable(parallelTable(results)));
+  results.contended.forEach((run, i) => {
+    log('');
+    log(`(c) ${config.contended.workers} workers, one key, ${run.sectionMs} ms section`);
+    log(renderTable(contendedTable(results, i)));
+  });
+  log('');
+  log('(d) locks held at once with automatic renewal');
+  log(renderTable(heldTable(results)));
+  log('');
+  log('Targets (issue 5)');
+  log(renderTable(targetsTable(checks)));
+
+  const chartRun = results.contended.find((r) => r.sectionMs === 20) ?? results.contended[0];
+  const svg = waitDistributionSvg(
+    `Wait before entering, ${config.contended.workers} workers on one key, ${chartRun.sectionMs} ms section (CDF)`,
+    ADAPTERS.filter((a) => chartRun.byLib[a.name]).map((a) => ({ name: a.name, result: chartRun.byLib[a.name] })),
+    1.5 * (config.contended.workers - 1) * chartRun.sectionMs,
+  );
+  fs.writeFileSync(path.join(__dirname, CHART_FILE), svg);
+  fs.writeFileSync(path.join(__dirname, 'results.md'), resultsMarkdown(results, checks, CHART_FILE));
+  log('');
+  log(`Wrote bench/results.md and bench/${CHART_FILE} (${results.totalSeconds.toFixed(0)} s).`);
+
+  const overlaps = totalOverlaps(results);
+  if (overlaps > 0) {
+    log(`FAILED: ${overlaps} overlapping critical sections: a lock let two holders in.`);
+    return 2;
+  }
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`bench crashed: ${(error as Error)?.stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);

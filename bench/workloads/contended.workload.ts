@@ -1,0 +1,144 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { LockAdapter, LockClient } from '../adapters';
+import { withFreshServer } from '../measure/bench-server';
+import { nowMs } from '../measure/clock';
+import { percentile } from '../measure/percentiles';
+import { RoundTripCounts, startRoundTripCount } from '../measure/round-trips';
+import { ServerDelta, startServerDelta } from '../measure/redis-server-stats';
+
+export interface ContendedResult {
+  workers: number;
+  sectionMs: number;
+  /** Wall time from start until the last worker finished (window + drain of the waiters). */
+  elapsedMs: number;
+  acquisitions: number;
+  acquisitionsPerSec: number;
+  /** Every completed wait in ms (call → entering the section), across library give-ups. */
+  waits: number[];
+  waitP50: number;
+  waitP99: number;
+  waitMax: number;
+  /** Release of one holder → a DIFFERENT worker entering, in ms. */
+  handoffP50: number;
+  handoffP99: number;
+  /** Share of acquisitions taken by the worker that had just released. */
+  reacquireShare: number;
+  /** Times the library itself gave up waiting (its timeout / retry budget); the worker then asked again. */
+  giveUps: number;
+  overlaps: number;
+  roundTripsPerAcq: number;
+  commandsPerAcq: number;
+  cpuUsPerAcq: number;
+  /** Acquisitions per worker (fairness at a glance). */
+  perWorker: number[];
+  client: RoundTripCounts;
+  server: ServerDelta;
+}
+
+const KEY = 'bench:c';
+
+/**
+ * (c) `workers` clients — each its own connection(s)/LockService, as if separate instances — loop
+ * on ONE key: acquire, hold `sectionMs`, release, ask again at once. They run in this process so
+ * one monotonic clock stamps every event exactly: handoff latency and the in-section overlap flag
+ * need no cross-process clock. The run lasts `durationMs`; workers still waiting then finish
+ * their wait (drain), so the longest waits are measured, not cut off.
+ */
+export async function runContended(
+  adapter: LockAdapter,
+  workers: number,
+  sectionMs: number,
+  durationMs: number,
+): Promise<ContendedResult> {
+  return withFreshServer(async ({ url, admin }) => {
+    const clients: LockClient[] = [];
+    try {
+      for (let i = 0; i < workers; i++) clients.push(await adapter.create(url));
+      const state = {
+        inside: 0,
+        overlaps: 0,
+        lastHolder: -1,
+        lastReleaseAt: 0,
+        acquisitions: 0,
+        reacquired: 0,
+        giveUps: 0,
+      };
+      const waits: number[] = [];
+      const handoffs: number[] = [];
+      const perWorker = new Array<number>(workers).fill(0);
+      let measuring = false;
+
+      const acquireForSure = async (client: LockClient) => {
+        for (;;) {
+          const held = await client.acquire(KEY);
+          if (held) return held;
+          if (measuring) state.giveUps++;
+        }
+      };
+      const worker = async (w: number, until: () => boolean) => {
+        while (until()) {
+          const askedAt = nowMs();
+          const held = await acquireForSure(clients[w]);
+          const enteredAt = nowMs();
+          if (state.inside > 0) state.overlaps++;
+          state.inside++;
+          if (measuring) {
+            waits.push(enteredAt - askedAt);
+            state.acquisitions++;
+            perWorker[w]++;
+            if (state.lastHolder === w) state.reacquired++;
+            else if (state.lastHolder >= 0) handoffs.push(enteredAt - state.lastReleaseAt);
+          }
+          await sleep(sectionMs);
+          state.inside--;
+          state.lastHolder = w;
+          state.lastReleaseAt = nowMs();
+          await held.release();
+        }
+      };
+
+      // Warm-up under contention: connections, script cache, subscriber connections, JIT.
+      const warmEnd = nowMs() + Math.min(500, durationMs / 4);
+      await Promise.all(clients.map((_, w) => worker(w, () => nowMs() < warmEnd)));
+      state.lastHolder = -1;
+
+      const serverDelta = await startServerDelta(admin);
+      const readTrips = startRoundTripCount();
+      measuring = true;
+      const started = nowMs();
+      const stopAt = started + durationMs;
+      await Promise.all(clients.map((_, w) => worker(w, () => nowMs() < stopAt)));
+      const elapsedMs = nowMs() - started;
+      measuring = false;
+      const trips = readTrips();
+      const server = await serverDelta();
+
+      const n = state.acquisitions;
+      return {
+        workers,
+        sectionMs,
+        elapsedMs,
+        acquisitions: n,
+        acquisitionsPerSec: n / (elapsedMs / 1000),
+        waits,
+        waitP50: percentile(waits, 50),
+        waitP99: percentile(waits, 99),
+        waitMax: percentile(waits, 100),
+        handoffP50: percentile(handoffs, 50),
+        handoffP99: percentile(handoffs, 99),
+        reacquireShare: n > 1 ? state.reacquired / (n - 1) : NaN,
+        giveUps: state.giveUps,
+        // Overlaps of the warm-up count too: mutual exclusion must hold always.
+        overlaps: state.overlaps,
+        roundTripsPerAcq: trips.roundTrips / n,
+        commandsPerAcq: server.commands / n,
+        cpuUsPerAcq: server.cpuUs / n,
+        perWorker,
+        client: trips,
+        server,
+      };
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+    }
+  });
+}
