@@ -45,10 +45,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
   constructor(@Inject(DISTRIBUTED_LOCK_OPTIONS) options: DistributedLockModuleOptions) {
     this.settings = resolveModuleOptions(options);
     this.connection = createRedisConnection(options.redis, this.settings.commandTimeout);
-    if (this.connection.owned) {
-      // ioredis reports connection trouble as 'error' events; unhandled, they would be printed raw.
-      this.connection.client.on('error', (error: Error) => this.logger.debug?.(`Redis connection: ${error.message}`));
-    }
+    if (this.connection.owned) this.reportConnectionHealth();
     const { client } = this.connection;
     const { keyPrefix, commandTimeout, waiterLease } = this.settings;
     this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease);
@@ -191,6 +188,24 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     this.held.add(pending);
     pending.signal.addEventListener('abort', () => this.held.delete(pending), { once: true });
     return pending;
+  }
+
+  /**
+   * ioredis reports connection trouble as 'error' events (printed raw when nobody listens) once per
+   * reconnect attempt; one warning when the connection is lost and one line when it is back is enough.
+   */
+  private reportConnectionHealth(): void {
+    let healthy = true;
+    this.connection.client.on('error', (error: Error) => {
+      if (!healthy || this.shutdown.signal.aborted) return;
+      healthy = false;
+      this.logger.warn(`Redis connection lost (${error.message}); lock calls fail with LockConnectionError until it is back.`);
+    });
+    this.connection.client.on('ready', () => {
+      if (healthy) return;
+      healthy = true;
+      this.logger.log('Redis connection is back.');
+    });
   }
 
   private countFailure(error: unknown): void {

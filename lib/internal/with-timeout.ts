@@ -38,5 +38,5 @@ export function withTimeout<T>(operation: string, timeoutMs: number, run: () => 
 export function toConnectionError(operation: string, error: unknown): Error {
   if (error instanceof DistributedLockError) return error;
   const message = error instanceof Error ? error.message : String(error);
-  return new LockConnectionError(`Redis ${operation} failed: ${message}`, operation, { cause: error });
+  return new LockConnectionError(`Redis ${operation} failed: ${message}. Check that Redis is reachable; the lock state is unknown.`, operation, { cause: error });
 }

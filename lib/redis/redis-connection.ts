@@ -69,7 +69,9 @@ export async function closeConnection(client: RedisClient, timeoutMs: number): P
   if (client.status === 'ready') {
     await Promise.race([client.quit().catch(() => undefined), bound]);
   }
+  // A client between reconnect attempts has no socket left to close and never emits 'end'.
+  const hasSocket = client.status !== 'reconnecting' && client.status !== 'wait' && client.status !== 'close';
   client.disconnect();
-  await Promise.race([ended, bound]);
+  if (hasSocket) await Promise.race([ended, bound]);
   clearTimeout(timer);
 }
