@@ -5,7 +5,6 @@ import { DistributedLockModule } from '../../lib';
 import { CampaignsModule } from './campaigns/campaigns.module';
 import { AppConfig, validateConfig } from './config/app-config';
 import { DatabaseModule } from './database/database.module';
-import { LockDecoratorsBridge } from './locking/lock-decorators.bridge';
 import { SettlementModule } from './settlement/settlement.module';
 
 @Module({
@@ -28,6 +27,5 @@ import { SettlementModule } from './settlement/settlement.module';
     CampaignsModule,
     SettlementModule,
   ],
-  providers: [LockDecoratorsBridge],
 })
 export class AppModule {}

@@ -3,7 +3,6 @@ import { ConfigService } from '@nestjs/config';
 import { currentLock, LockService } from '../../../lib';
 import type { AppConfig } from '../config/app-config';
 import { ClaimStall } from '../debug/claim-stall';
-import { lockErrorToHttp } from '../locking/lock-errors-to-http';
 import { SwitchableLocked } from '../locking/switchable-locked.decorator';
 import type { Campaign, Coupon } from './campaign.entities';
 import { campaignLockKey } from './campaign-lock-key';
@@ -50,9 +49,10 @@ export class CampaignsService {
     const fence = currentLock()?.fencingToken;
     const campaign = await this.campaigns.findCampaign(campaignId);
     if (!campaign) throw new CampaignNotFoundException(campaignId);
-    if (debug.stall && this.stall.enabled) await this.stall.freezeHere({ campaignId, userId });
     if (await this.campaigns.findCouponOf(campaignId, userId)) throw new AlreadyClaimedException(campaignId, userId);
     if (campaign.issued >= campaign.stock) throw new SoldOutException(campaignId);
+    // Demo only (DEBUG_HOOKS=1): the worst moment to stall — everything checked, nothing written.
+    if (debug.stall && this.stall.enabled) await this.stall.freezeHere({ campaignId, userId });
     // No `lock.signal` check before writing: it would only narrow the window in which the lease can
     // lapse unnoticed (a pause can still come right after the check). The fence closes it.
     const written = await this.campaigns.issueCoupon(campaign, userId, this.instance, fence);
@@ -66,9 +66,7 @@ export class CampaignsService {
    * needs the lock's fencing token in hand, and `await using` releases it at the end of the block.
    */
   async upsert(campaignId: string, stock: number): Promise<Campaign> {
-    await using lock = await this.locks.acquire(campaignLockKey(campaignId), { onBusy: 'throw' }).catch((error: unknown) => {
-      throw lockErrorToHttp(error);
-    });
+    await using lock = await this.locks.acquire(campaignLockKey(campaignId), { onBusy: 'throw' });
     const written = await this.campaigns.upsertCampaign(campaignId, stock, lock.fencingToken);
     if (!written.accepted) throw new LeaseLostException(campaignId, lock.fencingToken, written.lastFence);
     return written.value;

@@ -12,8 +12,8 @@ const MAX_STALL_MS = 15_000;
 
 /**
  * Debug hook for the demo's third round (DEBUG_HOOKS=1 only): a claim marked with
- * `x-debug-stall-claim: 1` announces that it is between its read and its write, while holding the
- * campaign lock, and then waits until the process has been frozen (SIGSTOP) and thawed (SIGCONT)
+ * `x-debug-stall-claim: 1` announces that it has read and checked everything and is about to write,
+ * while holding the campaign lock, and then waits until the process has been frozen (SIGSTOP) and thawed (SIGCONT)
  * from outside — the stand-in for a long GC pause or a VM migration at the worst moment.
  */
 @Injectable()
@@ -28,22 +28,24 @@ export class ClaimStall {
 
   async freezeHere(details: Record<string, unknown>): Promise<void> {
     const lock = currentLock();
+    // Read the clock BEFORE announcing: the demo reacts within microseconds, so the freeze may land
+    // before the next statement runs, and a clock read after it would hide the gap.
+    const announcedAt = performance.now();
     announce('claim-stalled', { instance: this.instance, fence: lock?.fencingToken ?? null, ...details });
-    const frozenMs = await waitUntilFrozenAndThawed();
+    const frozenMs = await waitUntilFrozenAndThawed(announcedAt);
     // isHeld() checks the lease deadline against this process's clock: false after a freeze longer than the TTL.
     announce('claim-resumed', { instance: this.instance, frozenMs, leaseHeld: lock ? lock.isHeld() : null, ...details });
   }
 }
 
 /** Resolves with the length of the freeze (0 if none came within MAX_STALL_MS). */
-async function waitUntilFrozenAndThawed(): Promise<number> {
-  const start = performance.now();
+async function waitUntilFrozenAndThawed(start: number): Promise<number> {
   let last = start;
-  while (last - start < MAX_STALL_MS) {
-    await sleep(10);
+  for (;;) {
     const now = performance.now();
     if (now - last > FREEZE_GAP_MS) return Math.round(now - last);
+    if (now - start > MAX_STALL_MS) return 0;
     last = now;
+    await sleep(10);
   }
-  return 0;
 }

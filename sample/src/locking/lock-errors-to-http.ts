@@ -1,11 +1,13 @@
 import { ConflictException } from '@nestjs/common';
-import { LockBusyError, LockTimeoutError } from '../../../lib';
 import { InProcessLockTimeoutError } from './in-process-mutex';
 
-/** "Busy, try again" is a 409 for the client, not a 500. */
+/**
+ * The in-process mode's "busy, try again" as the same 409 the lock module gives LockTimeoutError
+ * (DistributedLockModule maps its own errors in HTTP handlers; this mutex is not its).
+ */
 export function lockErrorToHttp(error: unknown): unknown {
-  if (error instanceof InProcessLockTimeoutError || error instanceof LockBusyError || error instanceof LockTimeoutError) {
-    return new ConflictException(error.message);
+  if (error instanceof InProcessLockTimeoutError) {
+    return new ConflictException({ statusCode: 409, error: 'Conflict', message: error.message, resource: error.key, reason: 'timeout' });
   }
   return error;
 }

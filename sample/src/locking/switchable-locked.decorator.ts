@@ -1,4 +1,4 @@
-import { LockOptions, LockService } from '../../../lib';
+import { Locked, LockedOptions } from '../../../lib';
 import { processMutex } from './in-process-mutex';
 import { resolveKeyTemplate } from './key-template';
 import { lockErrorToHttp } from './lock-errors-to-http';
@@ -12,40 +12,23 @@ import { wrapMethod } from './wrap-method';
  * LOCK_MODE is read when the class is defined (decorators run at import time), i.e. from the
  * process environment, like @Cron's expression; ConfigService validates the same variable at start-up.
  */
-export function SwitchableLocked(template: string, options: LockOptions): MethodDecorator {
+export function SwitchableLocked(template: string, options: LockedOptions): MethodDecorator {
   return parseLockMode(process.env.LOCK_MODE) === 'in-process'
     ? InProcessLocked(template, options)
-    : DistributedLocked(template, options);
+    : Locked(template, options);
 }
 
-function InProcessLocked(template: string, options: LockOptions): MethodDecorator {
+/** Same bound as the module's default waitTimeout (app.module.ts), which @Locked inherits. */
+const inProcessWaitMs = (options: LockedOptions) => options.waitTimeout ?? (Number(process.env.CLAIM_WAIT_MS) || 10_000);
+
+function InProcessLocked(template: string, options: LockedOptions): MethodDecorator {
   return (_target, _name, descriptor) =>
     wrapMethod(descriptor, (original) =>
       async function (this: unknown, ...args: unknown[]) {
         const key = resolveKeyTemplate(template, args);
         if (options.onBusy === 'fail-fast') return processMutex.runIfFree(key, () => original.apply(this, args));
         try {
-          return await processMutex.runExclusive(key, options.waitTimeout ?? 5_000, () => original.apply(this, args));
-        } catch (error) {
-          throw lockErrorToHttp(error);
-        }
-      },
-    );
-}
-
-// TEMPORARY until @Locked lands in lib: the same semantics through LockService.withLock.
-let lockService: LockService | undefined;
-export function useLockServiceForDecorators(service: LockService): void {
-  lockService = service;
-}
-function DistributedLocked(template: string, options: LockOptions): MethodDecorator {
-  return (_target, _name, descriptor) =>
-    wrapMethod(descriptor, (original) =>
-      async function (this: unknown, ...args: unknown[]) {
-        if (!lockService) throw new Error('LockService is not ready: import DistributedLockModule.');
-        const key = resolveKeyTemplate(template, args);
-        try {
-          return await lockService.withLock(key, () => original.apply(this, args), options);
+          return await processMutex.runExclusive(key, inProcessWaitMs(options), () => original.apply(this, args));
         } catch (error) {
           throw lockErrorToHttp(error);
         }
