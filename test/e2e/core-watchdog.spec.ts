@@ -1,0 +1,182 @@
+/**
+ * The watchdog, watched from outside: a separate client samples the lock key's PTTL and owner while
+ * a job holds it for 3×TTL, and a MONITOR connection records every command Redis runs, so "no
+ * renewal after release" and "all due renewals in one batch" are observed on the server itself.
+ * Also maxHold: the watchdog stops renewing a job that holds too long, the holder's signal aborts
+ * with reason 'max-hold', and a waiter gets the key.
+ */
+import { createHash } from 'crypto';
+import type Redis from 'ioredis';
+import { DistributedLockModuleOptions, Lock, LockLostError, LockService } from '../../lib';
+import { RENEW_SCRIPT } from '../../lib/redis/scripts/renew.script';
+import { RedisProcess, killSurvivors } from '../harness/redis-process';
+import { pollUntil, sleep } from './workers/support/timing';
+
+const TTL = 600;
+const RENEW_SHA = createHash('sha1').update(RENEW_SCRIPT).digest('hex');
+
+interface Seen {
+  /** Server time, ms. */
+  at: number;
+  args: string[];
+  source: string;
+}
+
+/** Records every command Redis executes (including those run inside scripts, source "lua"). */
+async function startMonitor(redis: RedisProcess): Promise<{ seen: Seen[]; stop: () => void }> {
+  const seen: Seen[] = [];
+  const monitor = await redis.client().monitor();
+  monitor.on('error', () => undefined);
+  monitor.on('monitor', (time: string, args: string[], source: string) => seen.push({ at: Number(time) * 1000, args, source }));
+  return { seen, stop: () => monitor.disconnect() };
+}
+
+/** The renew script, by SHA or (first use on a connection: ioredis falls back to EVAL) by text; args[3] is its key. */
+const isRenewScript = (c: Seen) =>
+  (c.args[0].toLowerCase() === 'evalsha' && c.args[1] === RENEW_SHA) || (c.args[0].toLowerCase() === 'eval' && unrepr(c.args[1]) === RENEW_SCRIPT);
+
+/** MONITOR quotes arguments C-style: a newline arrives as backslash + n, a quote as backslash + quote. */
+const unrepr = (text: string): string =>
+  text.replace(/\\(["\\nrt])/g, (_, ch: string) => ({ n: '\n', r: '\r', t: '\t' })[ch] ?? ch);
+
+/** Anything that could extend `lockKey`: the renew script naming it, or a PEXPIRE of it (run inside any script). */
+const isRenewalOf = (lockKey: string) => (c: Seen) =>
+  (isRenewScript(c) && c.args[3] === lockKey) || (c.args[0].toLowerCase() === 'pexpire' && c.args[1] === lockKey);
+
+describe('watchdog renewals seen from Redis', () => {
+  let redis: RedisProcess;
+  let client: Redis;
+  const services: LockService[] = [];
+  const monitors: Array<() => void> = [];
+
+  beforeAll(async () => {
+    redis = await RedisProcess.start();
+    client = redis.client();
+  });
+  afterEach(async () => {
+    monitors.splice(0).forEach((stop) => stop());
+    await Promise.all(services.splice(0).map((s) => s.close()));
+  });
+  afterAll(() => redis.stop());
+  afterAll(() => expect(killSurvivors()).toEqual([]));
+
+  async function makeService(options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> {
+    const service = new LockService({ redis: redis.url, keyPrefix: 'wd:', ttl: TTL, ...options });
+    services.push(service);
+    await service.onModuleInit();
+    return service;
+  }
+
+  /** Samples PTTL and owner of each key every `everyMs` until `untilMs` from now. */
+  async function sample(lockKeys: string[], everyMs: number, forMs: number): Promise<Array<{ key: string; pttl: number; owner: string | null }>> {
+    const samples: Array<{ key: string; pttl: number; owner: string | null }> = [];
+    const end = performance.now() + forMs;
+    while (performance.now() < end) {
+      const pipeline = client.pipeline();
+      for (const k of lockKeys) pipeline.pttl(k).get(k);
+      const replies = (await pipeline.exec()) ?? [];
+      lockKeys.forEach((key, i) => samples.push({ key, pttl: Number(replies[2 * i][1]), owner: replies[2 * i + 1][1] as string | null }));
+      await sleep(everyMs);
+    }
+    return samples;
+  }
+
+  it('keeps the lock of a job running 3×TTL (PTTL > 0, same owner throughout); after release no renewal touches the key', async () => {
+    const locks = await makeService();
+    const monitor = await startMonitor(redis);
+    monitors.push(monitor.stop);
+    const lock = await locks.acquire('job:long');
+    const lockKey = 'wd:{job:long}';
+
+    const samples = await sample([lockKey], TTL / 10, 3 * TTL);
+    const minPttl = Math.min(...samples.map((s) => s.pttl));
+    const renewalsWhileHeld = monitor.seen.filter((c) => isRenewScript(c) && c.args[3] === lockKey).length;
+    expect(lock.isHeld()).toBe(true);
+    expect(await lock.release()).toBe(true);
+    const releasedAtServer = (await client.time()).map(Number);
+    const releaseCutoff = releasedAtServer[0] * 1000 + releasedAtServer[1] / 1000;
+
+    await sleep(2 * TTL);
+    const after = monitor.seen.filter((c) => c.at > releaseCutoff && isRenewalOf(lockKey)(c));
+    console.log(
+      `watchdog: ${samples.length} samples over ${3 * TTL} ms, min PTTL ${minPttl} ms, ${renewalsWhileHeld} renewals while held, ` +
+        `${after.length} renewal commands in the ${2 * TTL} ms after release`,
+    );
+
+    expect(samples.length).toBeGreaterThanOrEqual(15);
+    expect(samples.every((s) => s.pttl > 0 && s.owner === lock.token)).toBe(true);
+    // The key outlived its first lease only because of renewals, which MONITOR saw (≈ every TTL/3).
+    expect(renewalsWhileHeld).toBeGreaterThanOrEqual(6);
+    expect(monitor.seen.some((c) => c.args[0].toLowerCase() === 'del' && c.args[1] === lockKey)).toBe(true);
+    expect(await client.exists(lockKey)).toBe(0);
+    expect(after).toEqual([]);
+    expect(locks.getStats().lost).toBe(0);
+  });
+
+  it('maxHold = 1.5×TTL: renewals stop, the signal aborts with reason max-hold after about maxHold + TTL, a waiter then gets the key', async () => {
+    const MAX_HOLD = 1.5 * TTL;
+    const holder = await makeService({ maxHold: MAX_HOLD });
+    const other = await makeService({ waitTimeout: 5 * TTL });
+    const lock = await holder.acquire('job:stuck');
+    let abortAt = 0;
+    lock.signal.addEventListener('abort', () => (abortAt = performance.now()), { once: true });
+    let waiterAt = 0;
+    const waiting = other.acquire('job:stuck').then((l) => {
+      waiterAt = performance.now();
+      return l;
+    });
+    expect(await pollUntil(async () => (await client.llen('wd:{job:stuck}:q')) === 1, 1_000)).toBe(true);
+
+    const next: Lock = await waiting;
+    const heldFor = abortAt - lock.acquiredAt;
+    console.log(
+      `maxHold: lost after ${heldFor.toFixed(1)} ms (maxHold ${MAX_HOLD} + TTL ${TTL} = ${MAX_HOLD + TTL}), ` +
+        `waiter acquired ${(waiterAt - abortAt).toFixed(1)} ms after the abort`,
+    );
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect((lock.signal.reason as LockLostError).reason).toBe('max-hold');
+    // The last renewal came at most one renew interval (TTL/3) before maxHold; its lease then ran out.
+    expect(heldFor).toBeGreaterThanOrEqual(MAX_HOLD + TTL - TTL / 3 - 30);
+    expect(heldFor).toBeLessThanOrEqual(MAX_HOLD + TTL + 30);
+    // The holder was told before the waiter could get in, and the waiter did not wait long.
+    expect(waiterAt).toBeGreaterThanOrEqual(abortAt);
+    expect(waiterAt - abortAt).toBeLessThanOrEqual(100);
+    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+    expect(await lock.release()).toBe(false);
+    expect(await next.release()).toBe(true);
+  });
+
+  it('renews 10 locks held at once together: one batch per tick from one connection, every key PTTL > 0 throughout', async () => {
+    const locks = await makeService();
+    const keys = Array.from({ length: 10 }, (_, i) => `job:many:${i}`);
+    const lockKeys = keys.map((k) => `wd:{${k}}`);
+    const monitor = await startMonitor(redis);
+    monitors.push(monitor.stop);
+    const held = await Promise.all(keys.map((k) => locks.acquire(k)));
+
+    const samples = await sample(lockKeys, TTL / 10, 3 * TTL);
+    await Promise.all(held.map((l) => l.release()));
+
+    const renewals = monitor.seen.filter(isRenewScript).sort((a, b) => a.at - b.at);
+    // Batches: renewals closer than 20 ms to the previous one belong to the same tick (ticks are TTL/3 = 200 ms apart).
+    const batches: Seen[][] = [];
+    for (const r of renewals) {
+      const last = batches[batches.length - 1];
+      if (last && r.at - last[last.length - 1].at < 20) last.push(r);
+      else batches.push([r]);
+    }
+    const spreads = batches.map((b) => b[b.length - 1].at - b[0].at);
+    console.log(
+      `10 locks: ${renewals.length} renewals in ${batches.length} batches of ${batches.map((b) => b.length).join('/')}, ` +
+        `max spread within a batch ${Math.max(...spreads).toFixed(3)} ms, min PTTL ${Math.min(...samples.map((s) => s.pttl))} ms`,
+    );
+    expect(samples.every((s) => s.pttl > 0 && s.owner === held[lockKeys.indexOf(s.key)].token)).toBe(true);
+    expect(batches.length).toBeGreaterThanOrEqual(6);
+    for (const batch of batches) {
+      expect(batch.map((r) => r.args[3]).sort()).toEqual([...lockKeys].sort());
+      expect(new Set(batch.map((r) => r.source)).size).toBe(1);
+    }
+    // Sent as one pipeline they run back-to-back (typically 0.2 ms for all ten; 5 ms allows a busy box).
+    expect(Math.max(...spreads)).toBeLessThan(5);
+  });
+});
