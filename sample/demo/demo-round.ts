@@ -53,8 +53,8 @@ export interface RoundResult {
 export async function runRound(cluster: AppCluster, auditor: Auditor, spec: RoundSpec): Promise<RoundResult> {
   const agent = new http.Agent({ keepAlive: false });
   try {
-    const created = await requestJson(agent, cluster.ports[0], 'PUT', `/campaigns/${spec.campaignId}`, { stock: spec.shape.stock });
-    if (created.status !== 200) throw new Error(`creating campaign ${spec.campaignId} answered ${created.status}: ${JSON.stringify(created.body)}`);
+    await warmUp(cluster, agent, `${spec.campaignId}-warmup`);
+    await createCampaign(agent, cluster.ports[0], spec.campaignId, spec.shape.stock);
   } finally {
     agent.destroy();
   }
@@ -91,4 +91,22 @@ export async function runRound(cluster: AppCluster, auditor: Auditor, spec: Roun
     issuedByOthersMeanwhile: auditor.couponsByOthersBetween(spec.campaignId, evidence.instance, evidence.stoppedAt, evidence.continuedAt),
   };
   return { spec, outcomes, burstMs, audit: auditor.campaign(spec.campaignId), cron: auditor.cron(startedAt, endedAt), freeze };
+}
+
+async function createCampaign(agent: http.Agent, port: number, campaignId: string, stock: number): Promise<void> {
+  const created = await requestJson(agent, port, 'PUT', `/campaigns/${campaignId}`, { stock });
+  if (created.status !== 200) throw new Error(`creating campaign ${campaignId} answered ${created.status}: ${JSON.stringify(created.body)}`);
+}
+
+/**
+ * One claim per instance on a throw-away campaign first: an instance's first request pays for lazy
+ * compilation and first connections, and a burst that meets one warm and two cold instances is
+ * served mostly by the warm one — which hides the race the in-process round is about.
+ */
+async function warmUp(cluster: AppCluster, agent: http.Agent, campaignId: string): Promise<void> {
+  await createCampaign(agent, cluster.ports[0], campaignId, cluster.ports.length);
+  for (const [i, port] of cluster.ports.entries()) {
+    const res = await requestJson(agent, port, 'POST', `/campaigns/${campaignId}/claims`, { userId: `warmup-${i}` });
+    if (res.status !== 201) throw new Error(`warm-up claim on port ${port} answered ${res.status}: ${JSON.stringify(res.body)}`);
+  }
 }

@@ -29,7 +29,7 @@ export class LeaseLostException extends ConflictException {
       statusCode: 409,
       reason: 'stale-fence',
       message:
-        `The lock on campaign "${campaignId}" expired before this write (fencing token ${fence} <= ${lastFence} already written); ` +
+        `The lock on campaign "${campaignId}" expired before this write (its fencing token ${fence} < ${lastFence}, already written by a newer holder); ` +
         `nothing was written. Retry the request.`,
     });
   }

@@ -53,8 +53,9 @@ export class CampaignRepository {
     this.selectCouponOf = db.prepare('SELECT * FROM coupons WHERE campaign_id = ? AND user_id = ? LIMIT 1');
     this.countCoupons = db.prepare('SELECT COUNT(*) AS n FROM coupons WHERE campaign_id = ?');
     // The fence: one atomic UPDATE that only lands if no newer lock holder has written the row.
+    // `<=`: tokens are unique per holder, so an equal one is the same holder writing again.
     this.saveIssuedFenced = db.prepare(
-      'UPDATE campaigns SET issued = @issued, last_fence = @fence WHERE id = @id AND last_fence < @fence',
+      'UPDATE campaigns SET issued = @issued, last_fence = @fence WHERE id = @id AND last_fence <= @fence',
     );
     this.saveIssuedUnfenced = db.prepare('UPDATE campaigns SET issued = @issued WHERE id = @id');
     this.insertCoupon = db.prepare(
@@ -68,7 +69,7 @@ export class CampaignRepository {
     this.upsertFenced = db.prepare(
       `INSERT INTO campaigns (id, stock, issued, last_fence) VALUES (@id, @stock, 0, @fence)
        ON CONFLICT (id) DO UPDATE SET stock = excluded.stock, last_fence = excluded.last_fence
-       WHERE campaigns.last_fence < excluded.last_fence`,
+       WHERE campaigns.last_fence <= excluded.last_fence`,
     );
   }
 
