@@ -62,6 +62,7 @@ export function heldTable(results: BenchResults): Table {
     ['round trips while held', (r) => String(r.roundTrips)],
     ['of which pipelines', (r) => String(r.pipelines)],
     ['round trips per renewal round (1 connection)', (r) => fmt(r.roundTripsPerRound, 1)],
+    ['renewals per round trip', (r) => fmt(r.renewalsPerRoundTrip, 0)],
     ['heap bytes per held lock', (r) => fmt(r.heapBytesPerLock, 0)],
     ['event-loop delay p99 ms', (r) => fmtMs(r.eventLoopDelayP99Ms)],
     ['event-loop delay max ms', (r) => fmtMs(r.eventLoopDelayMaxMs)],
