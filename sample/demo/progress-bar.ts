@@ -1,3 +1,10 @@
+let silenced = false;
+
+/** After Ctrl-C: the requests failing while everything stops are not progress. */
+export function silenceProgressBars(): void {
+  silenced = true;
+}
+
 /** A one-line progress bar on a terminal; a few milestone lines when stdout is a pipe or file. */
 export class ProgressBar {
   private done = 0;
@@ -13,6 +20,7 @@ export class ProgressBar {
 
   tick(): void {
     this.done++;
+    if (silenced) return;
     const now = Date.now();
     if (this.tty) {
       if (this.done === this.total || now - this.lastDraw >= 50) this.draw();
@@ -26,6 +34,7 @@ export class ProgressBar {
   }
 
   finish(note = ''): void {
+    if (silenced) return;
     if (this.tty) process.stdout.write(`\r${this.line()}${note ? `  ${note}` : ''}\x1b[K\n`);
     else if (note) process.stdout.write(`  ${this.label} ${note}\n`);
   }

@@ -17,6 +17,7 @@ import { RedisProcess, SharedRedis } from '../../test/harness/redis-process';
 import { AppCluster } from './app-cluster';
 import { Auditor } from './audit';
 import { BurstShape, RoundResult, RoundSpec, runRound } from './demo-round';
+import { silenceProgressBars } from './progress-bar';
 import { judgeFreeze, resultsTable, roundDetails } from './report';
 
 function envInt(name: string, fallback: number): number {
@@ -43,6 +44,7 @@ function cleanup(): Promise<void> {
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
+    silenceProgressBars();
     console.log(`\n${signal}: stopping the app instances and redis-server the demo started...`);
     void cleanup().finally(() => process.exit(130));
   });
