@@ -8,11 +8,11 @@ import { Lease, newLease } from './lease';
 import type { ResolvedLockOptions } from './options/resolve-options';
 import type { LockRedisKeys } from './redis/lock-redis-keys';
 import type { RedisLockStore } from './redis/redis-lock-store';
-import type { ReleaseSubscriber } from './redis/release-subscriber';
+import type { WakeChannel } from './redis/wake-channel';
 
 export interface AcquireContext {
   store: RedisLockStore;
-  subscriber: ReleaseSubscriber;
+  wakeChannel: WakeChannel;
   waiterLease: number;
   /** Aborts when the service shuts down: every waiter stops at once. */
   shutdown: AbortSignal;
@@ -24,8 +24,8 @@ export interface AcquireContext {
  * `LockConnectionError` (Redis unreachable or too slow, never confused with busy).
  *
  * Waiting is queue-based: a busy 'retry' attempt takes a place in the key's FIFO queue in Redis,
- * and the releasing holder publishes the token of the next waiter, so exactly one waiter wakes per
- * release and the lock goes to the longest waiter. Timers are only the safety net: the queue head
+ * and the releasing holder publishes the token of the next waiter on that waiter's service channel,
+ * so exactly one waiter wakes per release and the lock goes to the longest waiter. Timers are only the safety net: the queue head
  * wakes when the holder's lease would end (holder crashed), everyone refreshes their place every
  * third of `waiterLease`, and without a confirmed subscription waiters poll with exponential
  * backoff and full jitter, capped by the holder's remaining lease.
@@ -40,17 +40,24 @@ export async function acquireOneKey(
   const waits = options.onBusy === 'retry';
   const started = monotonicNow();
   let attempts = 0;
-  let listening: { confirmed: boolean; stop: () => void } | undefined;
   let wake: (() => void) | undefined;
-  // A notification can arrive while an attempt is on the wire (it travels on another connection);
-  // remember it so the next step retries at once instead of sleeping through it.
+  // The wake-up travels on another connection and can be read before the reply of the attempt that
+  // queued us: the listener is registered before the first attempt, and a wake-up that arrives while
+  // an attempt is on the wire is remembered, so the next step retries at once instead of sleeping.
   let notified = false;
+  const unregister = waits
+    ? ctx.wakeChannel.register(token, () => {
+        notified = true;
+        wake?.();
+      })
+    : undefined;
   let queued = false;
   try {
     for (;;) {
       if (ctx.shutdown.aborted) throw new DistributedLockError(`LockService is shutting down; lock "${keys.key}" was not acquired.`);
       attempts++;
       notified = false;
+      const subscribedAtSend = ctx.wakeChannel.subscribed;
       const sentAt = monotonicNow();
       let reply;
       try {
@@ -75,17 +82,11 @@ export async function acquireOneKey(
       if (!waits) throw new LockBusyError(keys.key, reply.holderTtl);
       const remaining = waitUntil - monotonicNow();
       if (remaining <= 0) throw new LockTimeoutError(keys.key, monotonicNow() - started, attempts);
-      if (!listening) {
-        // Subscribe only once we know we must wait (uncontended acquires stay one round trip), then
-        // try again at once: a release between our attempt and the subscription would be missed.
-        listening = await ctx.subscriber.listen(keys.channel, token, () => {
-          notified = true;
-          wake?.();
-        });
-        continue;
-      }
+      // The service subscribes once, at its first wait (uncontended acquires stay one round trip).
+      // If that happened only after our attempt was sent, a release in between went unheard: retry now.
+      if (!subscribedAtSend && (await ctx.wakeChannel.ensureSubscribed())) continue;
       if (notified) continue;
-      const delay = nextDelay(reply.holderTtl, reply.position, attempts, listening.confirmed, options, ctx.waiterLease);
+      const delay = nextDelay(reply.holderTtl, reply.position, attempts, ctx.wakeChannel.subscribed, options, ctx.waiterLease);
       const pause = interruptibleDelay(Math.min(delay, remaining), ctx.shutdown);
       wake = pause.wake;
       await pause.promise;
@@ -95,7 +96,7 @@ export async function acquireOneKey(
     if (queued) abandonQuietly(ctx, keys, token);
     throw error;
   } finally {
-    listening?.stop();
+    unregister?.();
   }
 }
 

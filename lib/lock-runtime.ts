@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { RedisLockStore } from './redis/redis-lock-store';
 import type { Watchdog } from './watchdog';
+import type { Lock } from './lock';
 
 /** Counters a production operator wants on a dashboard. */
 export interface LockStats {
@@ -26,4 +27,6 @@ export interface LockRuntime {
   readonly watchdog: Watchdog;
   readonly logger: Logger;
   readonly stats: LockStats;
+  /** The lock ended (released or lost): the service stops counting it as held. */
+  forget(lock: Lock): void;
 }

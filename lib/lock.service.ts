@@ -9,7 +9,7 @@ import type { DistributedLockModuleOptions } from './interfaces/distributed-lock
 import type { LockOptions, WithLockOptions } from './interfaces/lock-options.interface';
 import { monotonicNow } from './internal/clock';
 import { normalizeKeys } from './internal/normalize-keys';
-import { newOwnerToken } from './internal/token';
+import { newOwnerToken, newServiceId } from './internal/token';
 import type { Lease } from './lease';
 import { Lock } from './lock';
 import { heldInContext, runInLockContext } from './lock-context';
@@ -17,7 +17,7 @@ import { LockRuntime, LockStats, emptyStats } from './lock-runtime';
 import { ResolvedLockOptions, ResolvedModuleOptions, resolveLockOptions, resolveModuleOptions } from './options/resolve-options';
 import { RedisConnection, closeConnection, createRedisConnection, waitUntilReady } from './redis/redis-connection';
 import { RedisLockStore } from './redis/redis-lock-store';
-import { ReleaseSubscriber } from './redis/release-subscriber';
+import { WakeChannel } from './redis/wake-channel';
 import { Watchdog } from './watchdog';
 
 let nextServiceId = 1;
@@ -37,7 +37,9 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
   /** @internal */ readonly settings: ResolvedModuleOptions;
 
   private readonly connection: RedisConnection;
-  private readonly subscriber: ReleaseSubscriber;
+  private readonly wakeChannel: WakeChannel;
+  /** Prefix of every owner token of this service; names its wake channel. */
+  private readonly serviceId = newServiceId();
   private readonly shutdown = new AbortController();
   private readonly held = new Set<Lock>();
   private closing?: Promise<void>;
@@ -48,8 +50,8 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     if (this.connection.owned) this.reportConnectionHealth();
     const { client } = this.connection;
     const { keyPrefix, commandTimeout, waiterLease } = this.settings;
-    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease);
-    this.subscriber = new ReleaseSubscriber(client, commandTimeout, this.logger);
+    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease, this.connection.owned);
+    this.wakeChannel = new WakeChannel(client, this.store.channelPrefix + this.serviceId, commandTimeout, this.logger);
     this.watchdog = new Watchdog(this.store, this.logger, this.stats);
   }
 
@@ -158,22 +160,21 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
       if (holder?.isHeld()) outer.add(holder);
       else toTake.push(k);
     }
-    const token = newOwnerToken();
+    const token = newOwnerToken(this.serviceId);
     const leases: Lease[] = [];
     const ctx: AcquireContext = {
       store: this.store,
-      subscriber: this.subscriber,
+      wakeChannel: this.wakeChannel,
       waiterLease: this.settings.waiterLease,
       shutdown: this.shutdown.signal,
     };
     const waitUntil = monotonicNow() + (options.onBusy === 'retry' ? options.waitTimeout : 0);
     // A multi-key lock is watched from its first lease, so keys taken early stay renewed while we wait for the rest.
     const pending = new Lock(token, keys, leases, [...outer], options, this);
-    if (toTake.length > 0) this.watchdog.track(pending);
     try {
       for (const k of toTake) {
         leases.push(await acquireOneKey(ctx, this.store.keysFor(k), token, options, waitUntil));
-        this.watchdog.reschedule();
+        this.watchdog.track(pending);
       }
       if (toTake.length > 0 && !pending.isHeld()) {
         throw new LockConnectionError(`The first keys of "${keys.join('", "')}" expired while waiting for the rest.`, 'acquire');
@@ -186,7 +187,6 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     }
     this.stats.acquired++;
     this.held.add(pending);
-    pending.signal.addEventListener('abort', () => this.held.delete(pending), { once: true });
     return pending;
   }
 
@@ -208,6 +208,11 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     });
   }
 
+  /** @internal */
+  forget(lock: Lock): void {
+    this.held.delete(lock);
+  }
+
   private countFailure(error: unknown): void {
     if (error instanceof LockBusyError) this.stats.busy++;
     else if (error instanceof LockTimeoutError) this.stats.timeouts++;
@@ -221,7 +226,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     this.held.clear();
     const releases = Promise.allSettled(held.map((lock) => lock.release()));
     await raceTimeout(releases, this.settings.shutdownTimeout);
-    await this.subscriber.close();
+    await this.wakeChannel.close();
     if (this.connection.owned) await closeConnection(this.connection.client, this.settings.shutdownTimeout);
   }
 }

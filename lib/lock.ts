@@ -7,6 +7,9 @@ import { assertIntegerMs } from './options/validate-options';
 
 type LockState = 'held' | 'lost' | 'released';
 
+/** One shared reason: a DOMException per release would capture a stack trace on the hot path. */
+const RELEASED = Object.freeze(new DOMException('Lock released', 'AbortError'));
+
 /**
  * A held lock. `signal` aborts when the lease is lost (reason: `LockLostError`) or released;
  * `fencingToken` lets a store reject writes from a holder whose lease silently lapsed.
@@ -24,8 +27,10 @@ export class Lock implements AsyncDisposable {
 
   private state: LockState = 'held';
   private renewalStopped = false;
-  private readonly controller = new AbortController();
-  private readonly combinedSignal: AbortSignal;
+  // Made on first read of `signal`: most locks are never asked for one.
+  private controller?: AbortController;
+  private combinedSignal?: AbortSignal;
+  private endReason?: unknown;
 
   /** @internal Created by LockService only. */
   constructor(
@@ -43,7 +48,6 @@ export class Lock implements AsyncDisposable {
     this.keys = keys;
     this.key = keys[0];
     this.acquiredAt = monotonicNow();
-    this.combinedSignal = outer.length ? AbortSignal.any([this.controller.signal, ...outer.map((o) => o.signal)]) : this.controller.signal;
   }
 
   /** Fencing token of `key`: strictly greater than every token handed out for that key before. */
@@ -65,6 +69,11 @@ export class Lock implements AsyncDisposable {
    */
   get signal(): AbortSignal {
     this.checkDeadline();
+    if (!this.combinedSignal) {
+      this.controller = new AbortController();
+      if (this.endReason !== undefined) this.controller.abort(this.endReason);
+      this.combinedSignal = this.outer.length ? AbortSignal.any([this.controller.signal, ...this.outer.map((o) => o.signal)]) : this.controller.signal;
+    }
     return this.combinedSignal;
   }
 
@@ -91,7 +100,7 @@ export class Lock implements AsyncDisposable {
       this.assertHeld();
     }
     for (const lease of this.leases) renewLease(lease, ttl, sentAt);
-    this.runtime.watchdog.reschedule();
+    this.runtime.watchdog.track(this);
   }
 
   /**
@@ -106,7 +115,7 @@ export class Lock implements AsyncDisposable {
     this.state = 'released';
     // Synchronously out of the watchdog: no renewal can be sent for this lock from here on.
     this.runtime.watchdog.untrack(this);
-    if (!this.controller.signal.aborted) this.controller.abort(new DOMException('Lock released', 'AbortError'));
+    this.end(RELEASED);
     if (this.leases.length === 0) return !wasLost && this.outer.every((o) => o.isHeld());
     // Reverse of the acquisition order; the commands leave in this order on the connection.
     const results = await Promise.allSettled([...this.leases].reverse().map((l) => this.runtime.store.release(l.keys, this.token)));
@@ -149,7 +158,10 @@ export class Lock implements AsyncDisposable {
     this.runtime.watchdog.untrack(this);
     this.runtime.stats.lost++;
     const error = new LockLostError(this.key, reason, detail, { cause });
-    this.controller.abort(error);
+    this.end(error);
+    // Renewals sent before the loss may still sit in a frozen Redis and extend the key once more when
+    // it thaws; an owner-checked clean-up queued behind them gives the key back as soon as it does.
+    for (const lease of this.leases) this.runtime.store.abandon(lease.keys, this.token).catch(() => undefined);
     this.runtime.logger.warn(error.message);
     try {
       this.options.onLockLost?.(this, error);
@@ -177,9 +189,17 @@ export class Lock implements AsyncDisposable {
     }
   }
 
+  /** Aborts the signal (if anyone asked for it) with the first reason the lock ended for. */
+  private end(reason: unknown): void {
+    if (this.endReason !== undefined) return;
+    this.endReason = reason;
+    this.controller?.abort(reason);
+    this.runtime.forget(this);
+  }
+
   private assertHeld(): void {
     if (this.isHeld()) return;
-    const reason = this.controller.signal.reason;
+    const reason = this.endReason;
     if (reason instanceof LockLostError) throw reason;
     for (const o of this.outer) o.assertHeld();
     throw new LockLostError(this.key, 'expired', 'the lock was already released');

@@ -1,4 +1,25 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
-/** 128 bits from the OS CSPRNG: no two holders, processes or restarts can share an owner token. */
-export const newOwnerToken = (): string => randomBytes(16).toString('base64url');
+// Random bytes are drawn from the OS CSPRNG in blocks: one system call per 256 tokens, not per lock.
+const POOL_SIZE = 4_096;
+const pool = Buffer.alloc(POOL_SIZE);
+let offset = POOL_SIZE;
+
+function randomBytesFromPool(size: number): Buffer {
+  if (offset + size > POOL_SIZE) {
+    randomFillSync(pool);
+    offset = 0;
+  }
+  const bytes = Buffer.from(pool.subarray(offset, offset + size));
+  offset += size;
+  return bytes;
+}
+
+/** Identifies one LockService (one process's lock client) in owner tokens and its wake channel. */
+export const newServiceId = (): string => randomBytesFromPool(9).toString('base64url');
+
+/**
+ * `<service id>.<128 random bits>`: no two holders, processes or restarts share a token, and the
+ * release script can tell from a waiter's token which service to wake. base64url has no '.'.
+ */
+export const newOwnerToken = (serviceId: string): string => `${serviceId}.${randomBytesFromPool(16).toString('base64url')}`;

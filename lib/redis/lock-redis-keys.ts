@@ -1,3 +1,6 @@
+/** Channel of one LockService: a release publishes the next waiter's token on its service's channel only. */
+export const waiterChannelPrefix = (prefix: string): string => `${prefix}waiters:`;
+
 /**
  * Every Redis name that belongs to one lock. They all start with `prefix{key}`, so they share a
  * Cluster hash slot whatever the key contains (the first `{…}` decides the slot, and it is the same
@@ -15,8 +18,6 @@ export interface LockRedisKeys {
   readonly queue: string;
   /** Sorted set: waiting token → time (Redis clock, ms) after which its place is forfeit. */
   readonly waiters: string;
-  /** Pub/sub channel on which a release names the next waiter. */
-  readonly channel: string;
 }
 
 export function lockRedisKeys(prefix: string, key: string): LockRedisKeys {
@@ -27,6 +28,5 @@ export function lockRedisKeys(prefix: string, key: string): LockRedisKeys {
     fence: `${base}}:f`,
     queue: `${base}}:q`,
     waiters: `${base}}:w`,
-    channel: `${base}}:r`,
   };
 }

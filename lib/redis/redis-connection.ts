@@ -32,6 +32,8 @@ export function connectionDefaults(commandTimeout: number): RedisOptions {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
+    // Closing a connection whose socket is already dead must not keep the process alive for 2 s.
+    disconnectTimeout: 200,
     // Reconnect quickly so the first acquire after Redis comes back works within a second.
     retryStrategy: (attempt: number) => Math.min(50 * 2 ** Math.min(attempt, 4), 500),
   };

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { withTimeout, toConnectionError } from '../internal/with-timeout';
-import { LockRedisKeys, lockRedisKeys } from './lock-redis-keys';
+import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
 import { LOCK_SCRIPTS, LockScriptName } from './scripts';
 import type { RedisClient } from './redis-connection';
 
@@ -24,12 +24,18 @@ type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
  * by `commandTimeout`, and reports transport trouble as `LockConnectionError`.
  */
 export class RedisLockStore {
+  /** Prefix of every service's wake channel; the release script appends the waiter's service id. */
+  readonly channelPrefix: string;
+
   constructor(
     readonly client: RedisClient,
     private readonly keyPrefix: string,
     private readonly commandTimeout: number,
     private readonly waiterLease: number,
+    /** Ours: commands time out inside ioredis already, so the extra timer per call is skipped. */
+    private readonly boundedByClient: boolean,
   ) {
+    this.channelPrefix = waiterChannelPrefix(keyPrefix);
     for (const [name, definition] of Object.entries(LOCK_SCRIPTS)) {
       // A client shared by several modules (or apps in one process) keeps one definition.
       if (typeof (client as unknown as Record<string, unknown>)[name] !== 'function') client.defineCommand(name, definition);
@@ -50,7 +56,7 @@ export class RedisLockStore {
   }
 
   async release(keys: LockRedisKeys, token: string): Promise<boolean> {
-    const reply = await this.script('distributedLockRelease', 'release', [keys.lock, keys.queue, keys.waiters, token, keys.channel]);
+    const reply = await this.script('distributedLockRelease', 'release', [keys.lock, keys.queue, keys.waiters, token, this.channelPrefix]);
     return Number(reply) === 1;
   }
 
@@ -60,11 +66,11 @@ export class RedisLockStore {
 
   /** Leaves the queue and frees the lock if an unanswered attempt took it. Safe to send any time: owner-checked. */
   async abandon(keys: LockRedisKeys, token: string): Promise<void> {
-    await this.script('distributedLockAbandon', 'abandon', [keys.lock, keys.queue, keys.waiters, token, keys.channel]);
+    await this.script('distributedLockAbandon', 'abandon', [keys.lock, keys.queue, keys.waiters, token, this.channelPrefix]);
   }
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {
-    return withTimeout('isLocked', this.commandTimeout, async () => (await this.client.exists(keys.lock)) === 1);
+    return (await this.bounded('isLocked', () => this.client.exists(keys.lock))) === 1;
   }
 
   /**
@@ -84,7 +90,7 @@ export class RedisLockStore {
       (pipeline as unknown as Record<string, ScriptFn>).distributedLockRenew(r.keys.lock, r.token, r.ttl);
     }
     try {
-      const results = await withTimeout('renew', this.commandTimeout, () => pipeline.exec());
+      const results = await this.bounded('renew', () => pipeline.exec());
       return requests.map((_, i) => {
         const [error, value] = results?.[i] ?? [new Error('no reply'), null];
         return error ? toConnectionError('renew', error) : Number(value) === 1;
@@ -96,7 +102,15 @@ export class RedisLockStore {
   }
 
   private script(name: LockScriptName, operation: string, args: (string | number)[]): Promise<unknown> {
-    return withTimeout(operation, this.commandTimeout, () => (this.client as unknown as Record<string, ScriptFn>)[name](...args));
+    return this.bounded(operation, () => (this.client as unknown as Record<string, ScriptFn>)[name](...args));
+  }
+
+  /** Every call is bounded by commandTimeout and reports failures as LockConnectionError. */
+  private bounded<T>(operation: string, run: () => Promise<T>): Promise<T> {
+    if (!this.boundedByClient) return withTimeout(operation, this.commandTimeout, run);
+    return run().catch((error: unknown) => {
+      throw toConnectionError(operation, error);
+    });
   }
 }
 

@@ -5,7 +5,7 @@ import { EFFECTS_REPLICATION, NOTIFY_NEXT_WAITER, PRUNE_STALE_WAITERS, SERVER_NO
  * itself if an acquire whose answer we never saw did take it (timeout on a slow or frozen Redis).
  * If that leaves the lock free, the next waiter is woken so the queue never stalls on us.
  *
- * KEYS: lock, queue, waiters. ARGV: token, channel. Returns 1 if it freed the lock, else 0.
+ * KEYS: lock, queue, waiters. ARGV: token, waiter channel prefix. Returns 1 if it freed the lock, else 0.
  */
 export const ABANDON_SCRIPT =
   EFFECTS_REPLICATION +

@@ -16,11 +16,17 @@ import { EFFECTS_REPLICATION, PRUNE_STALE_WAITERS, SERVER_NOW } from './lua-snip
 export const ACQUIRE_SCRIPT =
   EFFECTS_REPLICATION +
   SERVER_NOW +
-  PRUNE_STALE_WAITERS('KEYS[3]', 'KEYS[4]') +
   `
 local token = ARGV[1]
 local holder = redis.call('GET', KEYS[1])
 local head = redis.call('LINDEX', KEYS[3], 0)
+if head then
+` +
+  // Only a non-empty queue can hold stale waiters: the uncontended path skips the pruning.
+  PRUNE_STALE_WAITERS('KEYS[3]', 'KEYS[4]') +
+  `
+  head = redis.call('LINDEX', KEYS[3], 0)
+end
 if not holder and (not head or head == token) then
   redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
   if head then

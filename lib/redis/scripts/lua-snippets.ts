@@ -19,10 +19,17 @@ for i = 1, #stale do
 end
 `;
 
-/** Wake exactly one waiter: the head of the queue, named in the message, so the others stay asleep. */
-export const NOTIFY_NEXT_WAITER = (queue: string, channel: string) => `
+/**
+ * Wake exactly one waiter: the head of the queue. Its token starts with its service's id
+ * (`<service>.<random>`), and each service listens on its own channel, so the message reaches that
+ * one process and no other waiter of the key anywhere is disturbed.
+ */
+export const NOTIFY_NEXT_WAITER = (queue: string, channelPrefix: string) => `
 local next_waiter = redis.call('LINDEX', ${queue}, 0)
-if next_waiter then redis.call('PUBLISH', ${channel}, next_waiter) end
+if next_waiter then
+  local service = string.match(next_waiter, '^([^.]+)%.')
+  if service then redis.call('PUBLISH', ${channelPrefix} .. service, next_waiter) end
+end
 `;
 
 /** Lua before 7.0 needs this to call TIME before writing; 7.0+ always replicates effects. */
