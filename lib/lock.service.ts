@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { AcquireContext, acquireOneKey } from './acquire-one-key';
 import { DISTRIBUTED_LOCK_OPTIONS } from './distributed-lock.module-definition';
@@ -46,11 +47,13 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
 
   constructor(@Inject(DISTRIBUTED_LOCK_OPTIONS) options: DistributedLockModuleOptions) {
     this.settings = resolveModuleOptions(options);
+    // Every waiter listens for shutdown; hundreds of concurrent waiters are normal, not a leak.
+    setMaxListeners(0, this.shutdown.signal);
     this.connection = createRedisConnection(options.redis, this.settings.commandTimeout);
     if (this.connection.owned) this.reportConnectionHealth();
     const { client } = this.connection;
     const { keyPrefix, commandTimeout, waiterLease } = this.settings;
-    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease, this.connection.owned);
+    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease);
     this.wakeChannel = new WakeChannel(client, this.store.channelPrefix + this.serviceId, commandTimeout, this.logger);
     this.watchdog = new Watchdog(this.store, this.logger, this.stats);
   }

@@ -8,13 +8,20 @@ import { LockConnectionError } from '../errors/lock-connection.error';
  */
 export function withTimeout<T>(operation: string, timeoutMs: number, run: () => Promise<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
+    let settled = false;
     const timer = setTimeout(() => {
-      reject(
-        new LockConnectionError(
-          `Redis did not answer ${operation} within ${timeoutMs} ms (unreachable, frozen or overloaded). The lock state is unknown; nothing ran under it.`,
-          operation,
-        ),
-      );
+      // After this process was paused, expired timers run before the socket is read: give a reply
+      // that is already waiting one turn of the event loop (poll phase) before calling it late.
+      setImmediate(() => {
+        if (settled) return;
+        settled = true;
+        reject(
+          new LockConnectionError(
+            `Redis did not answer ${operation} within ${timeoutMs} ms (unreachable, frozen or overloaded). The lock state is unknown; nothing ran under it.`,
+            operation,
+          ),
+        );
+      });
     }, timeoutMs);
     let promise: Promise<T>;
     try {
@@ -25,10 +32,14 @@ export function withTimeout<T>(operation: string, timeoutMs: number, run: () => 
     promise.then(
       (value) => {
         clearTimeout(timer);
+        if (settled) return;
+        settled = true;
         resolve(value);
       },
       (error: unknown) => {
         clearTimeout(timer);
+        if (settled) return;
+        settled = true;
         reject(toConnectionError(operation, error));
       },
     );

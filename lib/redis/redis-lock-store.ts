@@ -32,8 +32,6 @@ export class RedisLockStore {
     private readonly keyPrefix: string,
     private readonly commandTimeout: number,
     private readonly waiterLease: number,
-    /** Ours: commands time out inside ioredis already, so the extra timer per call is skipped. */
-    private readonly boundedByClient: boolean,
   ) {
     this.channelPrefix = waiterChannelPrefix(keyPrefix);
     for (const [name, definition] of Object.entries(LOCK_SCRIPTS)) {
@@ -107,10 +105,7 @@ export class RedisLockStore {
 
   /** Every call is bounded by commandTimeout and reports failures as LockConnectionError. */
   private bounded<T>(operation: string, run: () => Promise<T>): Promise<T> {
-    if (!this.boundedByClient) return withTimeout(operation, this.commandTimeout, run);
-    return run().catch((error: unknown) => {
-      throw toConnectionError(operation, error);
-    });
+    return withTimeout(operation, this.commandTimeout, run);
   }
 }
 

@@ -284,6 +284,33 @@ describe('LockService against a real redis-server', () => {
     });
   });
 
+  describe('timeouts', () => {
+    it('a reply that arrived while this process was blocked is not reported as a timeout', async () => {
+      const locks = await pool.make({ commandTimeout: 100, ttl: 5_000 });
+      const pending = locks.acquire('blocked:1');
+      const until = performance.now() + 300; // the event loop is blocked past commandTimeout; Redis answers meanwhile
+      while (performance.now() < until);
+      const lock = await pending;
+      expect(lock.isHeld()).toBe(true);
+      expect(await lock.release()).toBe(true);
+    });
+
+    it('many waiters in one process do not trip the MaxListeners warning', async () => {
+      const warnings: Error[] = [];
+      const onWarning = (w: Error) => warnings.push(w);
+      process.on('warning', onWarning);
+      const locks = await pool.make();
+      const lock = await locks.acquire('crowd:1');
+      const waiters = Array.from({ length: 30 }, () => locks.withLock('crowd:1', () => undefined, { waitTimeout: 5_000 }));
+      await sleep(50);
+      await lock.release();
+      await Promise.all(waiters);
+      await sleep(10);
+      process.off('warning', onWarning);
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    });
+  });
+
   describe('validation happens before any Redis command', () => {
     // Pointed at a port nobody listens on: a Redis call would surface as LockConnectionError.
     const offline = () => new LockService({ redis: 'redis://127.0.0.1:1', commandTimeout: 200, retryDelay: { min: 1, max: 2 } });

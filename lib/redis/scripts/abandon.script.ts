@@ -1,4 +1,4 @@
-import { EFFECTS_REPLICATION, NOTIFY_NEXT_WAITER, PRUNE_STALE_WAITERS, SERVER_NOW } from './lua-snippets';
+import { NOTIFY_NEXT_WAITER, PRUNE_STALE_WAITERS, SERVER_NOW } from './lua-snippets';
 
 /**
  * Undo whatever an attempt may have left: our place in the queue (we stopped waiting) and the lock
@@ -8,7 +8,6 @@ import { EFFECTS_REPLICATION, NOTIFY_NEXT_WAITER, PRUNE_STALE_WAITERS, SERVER_NO
  * KEYS: lock, queue, waiters. ARGV: token, waiter channel prefix. Returns 1 if it freed the lock, else 0.
  */
 export const ABANDON_SCRIPT =
-  EFFECTS_REPLICATION +
   SERVER_NOW +
   `
 redis.call('LREM', KEYS[2], 0, ARGV[1])

@@ -1,4 +1,4 @@
-import { EFFECTS_REPLICATION, PRUNE_STALE_WAITERS, SERVER_NOW } from './lua-snippets';
+import { PRUNE_STALE_WAITERS, SERVER_NOW } from './lua-snippets';
 
 /**
  * One atomic attempt. Takes the lock when it is free and nobody queued before us (FIFO handoff:
@@ -14,7 +14,6 @@ import { EFFECTS_REPLICATION, PRUNE_STALE_WAITERS, SERVER_NOW } from './lua-snip
  * Returns {1, fence} when acquired, else {0, holder pttl (-1: free but promised to the queue head), position (-1: not queued)}.
  */
 export const ACQUIRE_SCRIPT =
-  EFFECTS_REPLICATION +
   SERVER_NOW +
   `
 local token = ARGV[1]

@@ -31,7 +31,3 @@ if next_waiter then
   if service then redis.call('PUBLISH', ${channelPrefix} .. service, next_waiter) end
 end
 `;
-
-/** Lua before 7.0 needs this to call TIME before writing; 7.0+ always replicates effects. */
-export const EFFECTS_REPLICATION = `if redis.replicate_commands then pcall(redis.replicate_commands) end
-`;

@@ -1,4 +1,4 @@
-import { EFFECTS_REPLICATION, NOTIFY_NEXT_WAITER, PRUNE_STALE_WAITERS, SERVER_NOW } from './lua-snippets';
+import { NOTIFY_NEXT_WAITER, PRUNE_STALE_WAITERS, SERVER_NOW } from './lua-snippets';
 
 /**
  * Owner-checked delete: only the token that took the lock can free it, so a holder whose lease
@@ -7,7 +7,6 @@ import { EFFECTS_REPLICATION, NOTIFY_NEXT_WAITER, PRUNE_STALE_WAITERS, SERVER_NO
  * KEYS: lock, queue, waiters. ARGV: token, waiter channel prefix. Returns 1 when released, 0 when not ours (any more).
  */
 export const RELEASE_SCRIPT =
-  EFFECTS_REPLICATION +
   `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
