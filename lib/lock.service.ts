@@ -78,8 +78,8 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
   acquire(key: string | readonly string[], options: LockOptions & { onBusy: 'fail-fast' }): Promise<Lock | null>;
   acquire(key: string | readonly string[], options?: LockOptions & { onBusy?: 'retry' | 'throw' }): Promise<Lock>;
   async acquire(key: string | readonly string[], options?: LockOptions): Promise<Lock | null> {
-    const resolved = this.resolve(options);
-    if (options?.onBusy === undefined && resolved.onBusy === 'fail-fast') resolved.onBusy = 'throw';
+    let resolved = this.resolve(options);
+    if (options?.onBusy === undefined && resolved.onBusy === 'fail-fast') resolved = { ...resolved, onBusy: 'throw' };
     try {
       return await this.take(key, resolved);
     } catch (error) {

@@ -117,14 +117,13 @@ export class Lock implements AsyncDisposable {
     this.runtime.watchdog.untrack(this);
     this.end(RELEASED);
     if (this.leases.length === 0) return !wasLost && this.outer.every((o) => o.isHeld());
-    // Reverse of the acquisition order; the commands leave in this order on the connection.
-    const results = await Promise.allSettled([...this.leases].reverse().map((l) => this.runtime.store.release(l.keys, this.token)));
-    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failure) {
+    let ok: boolean;
+    try {
+      ok = this.leases.length === 1 ? await this.runtime.store.release(this.leases[0].keys, this.token) : await this.releaseAll();
+    } catch (error) {
       this.runtime.stats.connectionErrors++;
-      throw failure.reason;
+      throw error;
     }
-    const ok = results.every((r) => r.status === 'fulfilled' && r.value);
     if (ok) {
       this.runtime.stats.released++;
       return true;
@@ -135,6 +134,14 @@ export class Lock implements AsyncDisposable {
         `The guarded work outlived its lease: raise ttl or keep the watchdog on.`,
     );
     return false;
+  }
+
+  /** Every lease, in reverse of the acquisition order (the commands leave in this order on the connection). */
+  private async releaseAll(): Promise<boolean> {
+    const results = await Promise.allSettled([...this.leases].reverse().map((l) => this.runtime.store.release(l.keys, this.token)));
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) throw failure.reason;
+    return results.every((r) => r.status === 'fulfilled' && r.value);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -8,17 +8,25 @@ import { describe } from '../options/validate-options';
  * deadlock each other. Keys are taken literally: `*`, `?`, `[`, braces, CR/LF and unicode are data.
  */
 export function normalizeKeys(input: unknown): string[] {
+  if (typeof input === 'string') {
+    assertKey(input);
+    return [input];
+  }
   const list = Array.isArray(input) ? input : [input];
   if (list.length === 0) throw new LockKeyError('Lock keys: expected at least one key, got an empty array.');
-  for (const key of list) {
-    if (typeof key !== 'string') {
-      throw new LockKeyError(`Lock key: expected a non-empty string, got ${describe(key)}. Build the key from a string or number id.`);
-    }
-    if (key.length === 0) throw new LockKeyError('Lock key: expected a non-empty string, got "". An empty key would make unrelated callers share one lock.');
-    const bytes = Buffer.byteLength(key, 'utf8');
-    if (bytes > MAX_KEY_BYTES) {
-      throw new LockKeyError(`Lock key "${key.slice(0, 40)}…" is ${bytes} bytes long; the limit is ${MAX_KEY_BYTES}. Lock on an id rather than on a payload.`);
-    }
-  }
+  for (const key of list) assertKey(key);
   return [...new Set(list as string[])].sort();
+}
+
+function assertKey(key: unknown): void {
+  if (typeof key !== 'string') {
+    throw new LockKeyError(`Lock key: expected a non-empty string, got ${describe(key)}. Build the key from a string or number id.`);
+  }
+  if (key.length === 0) throw new LockKeyError('Lock key: expected a non-empty string, got "". An empty key would make unrelated callers share one lock.');
+  // A UTF-16 length within a third of the limit cannot exceed it in UTF-8 bytes: skip the count.
+  if (key.length * 3 <= MAX_KEY_BYTES) return;
+  const bytes = Buffer.byteLength(key, 'utf8');
+  if (bytes > MAX_KEY_BYTES) {
+    throw new LockKeyError(`Lock key "${key.slice(0, 40)}…" is ${bytes} bytes long; the limit is ${MAX_KEY_BYTES}. Lock on an id rather than on a payload.`);
+  }
 }

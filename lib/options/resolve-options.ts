@@ -8,7 +8,7 @@ import { assertBoolean, assertFunctionOrUndefined, assertIntegerMs, assertOneOf,
 
 const POLICIES: readonly OnBusyPolicy[] = ['retry', 'throw', 'fail-fast'];
 
-/** Per-call options after defaults and validation: every field is set. */
+/** Per-call options after defaults and validation: every field is set. Shared between calls: never mutate. */
 export interface ResolvedLockOptions {
   ttl: number;
   onBusy: OnBusyPolicy;
@@ -33,7 +33,9 @@ export function resolveLockOptions(base: ResolvedLockOptions, overrides: LockOpt
   if (overrides !== undefined && (typeof overrides !== 'object' || overrides === null)) {
     throw new LockOptionsError(where, `expected an options object, got ${describe(overrides)}.`);
   }
-  const o = overrides ?? {};
+  // The common call passes no options: the (already validated, never mutated) base serves as is.
+  if (overrides === undefined) return base;
+  const o = overrides;
   const retry = o.retryDelay ?? {};
   const resolved: ResolvedLockOptions = {
     ttl: assertIntegerMs(`${where}.ttl`, o.ttl ?? base.ttl, 1),
