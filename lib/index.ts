@@ -9,3 +9,4 @@ export * from './interfaces';
 export { Locked, LOCKED_METADATA, LockHttpErrorsInterceptor } from './decorators';
 export type { LockedOptions, LockedMetadata } from './decorators';
 export type { LockKeySpec } from './keys';
+export { lockKey } from './keys';

@@ -2,3 +2,4 @@ export * from './key-template';
 export * from './key-value';
 export * from './resolve-key-template';
 export * from './key-source';
+export * from './lock-key';

@@ -4,7 +4,7 @@
  */
 import 'reflect-metadata';
 import fc from 'fast-check';
-import { LockKeyError } from '../../lib';
+import { LockKeyError, lockKey } from '../../lib';
 import { compileKeySource } from '../../lib/keys/key-source';
 import { parseKeyTemplate } from '../../lib/keys/key-template';
 import { resolveKeyTemplate } from '../../lib/keys/resolve-key-template';
@@ -148,5 +148,14 @@ describe('properties (fast-check)', () => {
       }),
       { numRuns: 1_000 },
     );
+  });
+});
+
+describe('lockKey(template, ...args)', () => {
+  it('builds the very key @Locked builds, with the same escaping and errors', () => {
+    expect(lockKey('x:<0>:<1>', 'a:b', 'c')).toBe(resolve('x:<0>:<1>', ['a:b', 'c']));
+    expect(lockKey('x:<0>:<1>', 'a:b', 'c')).not.toBe(lockKey('x:<0>:<1>', 'a', 'b:c'));
+    expect(lockKey('seat:<0.row>', { row: 7 })).toBe('seat:7');
+    expect(() => lockKey('seat:<0>', undefined)).toThrow(LockKeyError);
   });
 });

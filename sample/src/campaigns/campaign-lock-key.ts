@@ -1,6 +1,7 @@
-/**
- * The one lock key per campaign: claims (@Locked('campaign:<0>')) and stock changes (by hand) of a
- * campaign exclude each other. @Locked percent-escapes ':' and '%' in argument values; campaign ids
- * cannot contain either (CampaignParams), so this plain concatenation names the very same key.
- */
-export const campaignLockKey = (campaignId: string) => `campaign:${campaignId}`;
+import { lockKey } from '../../../lib';
+
+/** The key template of a campaign: claims (@Locked) and stock changes (by hand) of one campaign exclude each other. */
+export const CAMPAIGN_LOCK = 'campaign:<0>';
+
+/** The very key `@Locked(CAMPAIGN_LOCK)` takes for this campaign (same escaping). */
+export const campaignLockKey = (campaignId: string) => lockKey(CAMPAIGN_LOCK, campaignId);

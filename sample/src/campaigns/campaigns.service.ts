@@ -5,7 +5,7 @@ import type { AppConfig } from '../config/app-config';
 import { ClaimStall } from '../debug/claim-stall';
 import { SwitchableLocked } from '../locking/switchable-locked.decorator';
 import type { Campaign, Coupon } from './campaign.entities';
-import { campaignLockKey } from './campaign-lock-key';
+import { CAMPAIGN_LOCK, campaignLockKey } from './campaign-lock-key';
 import { AlreadyClaimedException, CampaignNotFoundException, LeaseLostException, SoldOutException } from './campaign.exceptions';
 import { CampaignRepository } from './campaign.repository';
 
@@ -43,7 +43,7 @@ export class CampaignsService {
    * ANY instance. Waits (bounded by the module's waitTimeout) for the campaign's lock; 409 when that
    * runs out. ttl and waitTimeout come from DistributedLockModule.forRootAsync (LOCK_TTL, CLAIM_WAIT_MS).
    */
-  @SwitchableLocked('campaign:<0>', { onBusy: 'retry' })
+  @SwitchableLocked(CAMPAIGN_LOCK, { onBusy: 'retry' })
   async claim(campaignId: string, userId: string, debug: ClaimDebug = {}): Promise<Coupon> {
     // undefined with LOCK_MODE=in-process: then the write is unfenced, exactly like the incident's code.
     const fence = currentLock()?.fencingToken;

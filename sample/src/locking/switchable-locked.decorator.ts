@@ -1,6 +1,5 @@
-import { Locked, LockedOptions } from '../../../lib';
+import { Locked, LockedOptions, lockKey } from '../../../lib';
 import { processMutex } from './in-process-mutex';
-import { resolveKeyTemplate } from './key-template';
 import { lockErrorToHttp } from './lock-errors-to-http';
 import { parseLockMode } from './lock-mode';
 import { wrapMethod } from './wrap-method';
@@ -25,7 +24,7 @@ function InProcessLocked(template: string, options: LockedOptions): MethodDecora
   return (_target, _name, descriptor) =>
     wrapMethod(descriptor, (original) =>
       async function (this: unknown, ...args: unknown[]) {
-        const key = resolveKeyTemplate(template, args);
+        const key = lockKey(template, ...args);
         if (options.onBusy === 'fail-fast') return processMutex.runIfFree(key, () => original.apply(this, args));
         try {
           return await processMutex.runExclusive(key, inProcessWaitMs(options), () => original.apply(this, args));
