@@ -1,19 +1,11 @@
-import type { LockAdapter } from '../adapters';
-import { median, sumServer, sumTrips } from '../measure/aggregate';
-import { withFreshServer } from '../measure/bench-server';
-import { startClientCpu } from '../measure/client-cpu';
-import { nowMs } from '../measure/clock';
-import { RoundTripCounts, startRoundTripCount } from '../measure/round-trips';
-import { ServerDelta, startServerDelta } from '../measure/redis-server-stats';
+import type { LockAdapter, LockClient } from '../adapters';
+import { median } from '../measure/aggregate';
+import { MeasuredRound, measuredRound, summarizeRounds } from '../measure/measured-round';
+import type { RoundTripCounts } from '../measure/round-trips';
+import type { ServerDelta } from '../measure/redis-server-stats';
 
 /** One round of (a) on a fresh server. */
-export interface SequentialRound {
-  cycles: number;
-  elapsedMs: number;
-  clientCpuUs: number;
-  client: RoundTripCounts;
-  server: ServerDelta;
-}
+export type SequentialRound = MeasuredRound;
 
 /** (a) over all rounds: time is the median round (noise-robust), counts are totals / cycles. */
 export interface SequentialResult {
@@ -32,47 +24,30 @@ export interface SequentialResult {
 const WARMUP_CYCLES = 200;
 
 /** (a) One client, one key, acquire + release back to back: the cost of the uncontended path. */
-export async function runSequentialRound(adapter: LockAdapter, cycles: number): Promise<SequentialRound> {
-  return withFreshServer(async ({ url, admin }) => {
-    const client = await adapter.create(url);
-    try {
-      const cycle = async () => {
-        const held = await client.acquire('bench:a');
-        if (!held) throw new Error(`${adapter.name}: uncontended acquire gave up`);
-        await held.release();
-      };
-      // Loads scripts (EVALSHA → NOSCRIPT → EVAL) and warms the JIT before anything is counted.
-      for (let i = 0; i < WARMUP_CYCLES; i++) await cycle();
-      const serverDelta = await startServerDelta(admin);
-      const readTrips = startRoundTripCount();
-      const readCpu = startClientCpu();
-      const started = nowMs();
-      for (let i = 0; i < cycles; i++) await cycle();
-      const elapsedMs = nowMs() - started;
-      const clientCpuUs = readCpu();
-      const trips = readTrips();
-      return { cycles, elapsedMs, clientCpuUs, client: trips, server: await serverDelta() };
-    } finally {
-      await client.close();
+export function runSequentialRound(adapter: LockAdapter, cycles: number): Promise<SequentialRound> {
+  const run = (count: number) => async (client: LockClient) => {
+    for (let i = 0; i < count; i++) {
+      const held = await client.acquire('bench:a');
+      if (!held) throw new Error(`${adapter.name}: uncontended acquire gave up`);
+      await held.release();
     }
-  });
+  };
+  return measuredRound(adapter, cycles, run(WARMUP_CYCLES), run(cycles));
 }
 
 export function summarizeSequential(rounds: readonly SequentialRound[]): SequentialResult {
-  const cycles = rounds.reduce((n, r) => n + r.cycles, 0);
-  const client = sumTrips(rounds.map((r) => r.client));
-  const server = sumServer(rounds.map((r) => r.server));
-  const usPerCycleRounds = rounds.map((r) => (r.elapsedMs * 1000) / r.cycles);
+  const totals = summarizeRounds(rounds);
+  const usPerCycleRounds = rounds.map((r) => (r.elapsedMs * 1000) / r.units);
   return {
-    cycles,
-    rounds: rounds.length,
+    cycles: totals.units,
+    rounds: totals.rounds,
     usPerCycle: median(usPerCycleRounds),
     usPerCycleRounds,
-    roundTripsPerCycle: client.roundTrips / cycles,
-    commandsPerCycle: server.commands / cycles,
-    cpuUsPerCycle: server.cpuUs / cycles,
-    clientCpuUsPerCycle: rounds.reduce((n, r) => n + r.clientCpuUs, 0) / cycles,
-    client,
-    server,
+    roundTripsPerCycle: totals.roundTripsPerUnit,
+    commandsPerCycle: totals.commandsPerUnit,
+    cpuUsPerCycle: totals.cpuUsPerUnit,
+    clientCpuUsPerCycle: totals.clientCpuUsPerUnit,
+    client: totals.client,
+    server: totals.server,
   };
 }

@@ -18,7 +18,7 @@ import {
   LockService,
   currentLock,
 } from '../../lib';
-import { RedisProcess } from '../harness/redis-process';
+import { RedisProcess, SharedRedis } from '../harness/redis-process';
 import { sleep } from './locked-helpers';
 
 const calls: string[] = [];
@@ -108,12 +108,12 @@ async function appWith(redisUrl: string | undefined, providers: any[], keyPrefix
 }
 
 describe('@Locked behaviour', () => {
-  let redis: RedisProcess;
+  let redis: SharedRedis;
   let app: INestApplicationContext;
-  let probe: ReturnType<RedisProcess['client']>;
+  let probe: ReturnType<SharedRedis['client']>;
 
   beforeAll(async () => {
-    redis = await RedisProcess.start();
+    redis = await RedisProcess.shared();
     probe = redis.client();
     app = await appWith(redis.url, [Inner, Outer, Streams]);
   });

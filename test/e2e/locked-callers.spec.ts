@@ -15,7 +15,7 @@ import { Observable, firstValueFrom, throwError } from 'rxjs';
 import request from 'supertest';
 import { DistributedLockModule, LOCKED_METADATA, Locked, LockService, currentLock } from '../../lib';
 import { freePort } from '../harness/free-port';
-import { RedisProcess } from '../harness/redis-process';
+import { RedisProcess, SharedRedis } from '../harness/redis-process';
 import { SectionLog, expectSerialSameKeyParallelOtherKey, overlap, sleep } from './locked-helpers';
 
 const log = new SectionLog();
@@ -135,12 +135,12 @@ class RpcController {
 }
 
 describe('@Locked on every caller kind', () => {
-  let redis: RedisProcess;
+  let redis: SharedRedis;
   let app: INestApplication;
   let client: ClientProxy;
 
   beforeAll(async () => {
-    redis = await RedisProcess.start();
+    redis = await RedisProcess.shared();
     const rpcPort = await freePort();
     @Module({
       imports: [DistributedLockModule.forRoot({ redis: redis.url }), ScheduleModule.forRoot(), EventEmitterModule.forRoot()],

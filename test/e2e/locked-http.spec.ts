@@ -10,7 +10,7 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { DistributedLockModule, Locked, LockBusyError, LockService } from '../../lib';
-import { RedisProcess } from '../harness/redis-process';
+import { RedisProcess, SharedRedis } from '../harness/redis-process';
 
 class TeapotError extends Error {}
 
@@ -72,12 +72,12 @@ async function createApp(platform: Platform, redisUrl: string, extra: { commandT
 }
 
 describe.each<Platform>(['express', 'fastify'])('HTTP mapping on %s', (platform) => {
-  let redis: RedisProcess;
+  let redis: SharedRedis;
   let app: INestApplication;
   let locks: LockService;
 
   beforeAll(async () => {
-    redis = await RedisProcess.start();
+    redis = await RedisProcess.shared();
     app = await createApp(platform, redis.url);
     locks = app.get(LockService);
   });

@@ -4,7 +4,7 @@ import { ConfigModule, ConfigService } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
 import { DistributedLockModule, LockOptionsError, LockService } from '../../lib';
-import { RedisProcess } from '../harness/redis-process';
+import { RedisProcess, SharedRedis } from '../harness/redis-process';
 
 @Injectable()
 class Consumer {
@@ -15,8 +15,8 @@ class Consumer {
 class FeatureModule {}
 
 describe('DistributedLockModule', () => {
-  let redis: RedisProcess;
-  beforeAll(async () => (redis = await RedisProcess.start()));
+  let redis: SharedRedis;
+  beforeAll(async () => (redis = await RedisProcess.shared()));
   afterAll(() => redis.stop());
 
   it('forRoot provides LockService globally, so a feature module injects it without importing anything', async () => {
