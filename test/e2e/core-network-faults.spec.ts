@@ -1,0 +1,349 @@
+/**
+ * T8 — latency and partition between the library and Redis, provoked with the harness TCP proxy
+ * (no root and no `tc netem` needed): 200 ms each way under contention, a blackhole during
+ * release and during hold, and a connection reset while an acquire is on the wire in a busy queue.
+ *
+ * Every case first proves the fault fired (measured latency, the key still in Redis after a
+ * "failed" release, a renewal that could not get through, an acquire still pending at the reset),
+ * then that nothing went wrong: 0 overlaps, every call settled within its bound with
+ * LockConnectionError (never "busy"), the key free within TTL, no unhandled rejection, and the
+ * library usable again once the network is.
+ */
+import { execFileSync } from 'child_process';
+import * as path from 'path';
+import * as vm from 'vm';
+import type Redis from 'ioredis';
+import { DistributedLockModuleOptions, Lock, LockBusyError, LockConnectionError, LockLostError, LockService, LockTimeoutError } from '../../lib';
+import { checkHistory, Section } from '../harness/history';
+import { RedisProcess, killSurvivors } from '../harness/redis-process';
+import { TcpProxy } from '../harness/tcp-proxy';
+import { startWorker, WorkerHandle } from '../harness/worker-process';
+import { SettleTracker } from './workers/support/settle-tracker';
+import { hrMs, pollUntil, sleep, stampMs } from './workers/support/timing';
+
+/** Timer lateness and scheduling on a loaded 2-core box. */
+const SLACK = 100;
+/** Timer lateness allowed between a lease deadline and the abort it must cause. */
+const DEADLINE_SLACK = 30;
+const NET_HAMMER = path.join(__dirname, 'workers', 'net-hammer.worker.ts');
+
+// jest gives each test file a copy of `process` whose listeners never see unhandled rejections;
+// the real process object does.
+const realProcess = vm.runInThisContext('process') as NodeJS.Process;
+
+/** When and why `signal` aborted (`at` on hrMs(), `perfAt` on the library's performance.now() clock). */
+function abortOf(signal: AbortSignal): Promise<{ at: number; perfAt: number; reason: unknown }> {
+  return new Promise((resolve) => {
+    const done = () => resolve({ at: hrMs(), perfAt: performance.now(), reason: signal.reason });
+    if (signal.aborted) return done();
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+async function timed<T>(promise: Promise<T>): Promise<{ ms: number; at: number; value?: T; error?: unknown }> {
+  const started = hrMs();
+  try {
+    const value = await promise;
+    return { ms: hrMs() - started, at: hrMs(), value };
+  } catch (error) {
+    return { ms: hrMs() - started, at: hrMs(), error };
+  }
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+describe('T8 latency and partition between the library and Redis', () => {
+  let redis: RedisProcess;
+  let client: Redis;
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  let calls: SettleTracker;
+  let services: LockService[];
+  let proxies: TcpProxy[];
+  const workers: WorkerHandle[] = [];
+
+  beforeAll(async () => {
+    realProcess.on('unhandledRejection', onUnhandled);
+    redis = await RedisProcess.start();
+    client = redis.client();
+  });
+
+  beforeEach(() => {
+    calls = new SettleTracker();
+    services = [];
+    proxies = [];
+  });
+
+  afterEach(async () => {
+    // Let the network heal first, so closing services do not wait on a blackhole.
+    for (const proxy of proxies) {
+      proxy.setDelay(0);
+      proxy.blackhole(false);
+    }
+    for (const service of services) {
+      const closed = await timed(calls.track('close()', service.close()));
+      expect(closed.error).toBeUndefined();
+    }
+    await Promise.all(proxies.map((p) => p.stop()));
+    expect(calls.pending()).toEqual([]);
+    expect(unhandled).toEqual([]);
+  });
+
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    await sleep(50);
+    realProcess.off('unhandledRejection', onUnhandled);
+    await redis.stop();
+    expect(unhandled).toEqual([]);
+  });
+  afterAll(() => expect(killSurvivors()).toEqual([]));
+
+  async function proxy(): Promise<TcpProxy> {
+    const p = await TcpProxy.start(redis.port);
+    proxies.push(p);
+    return p;
+  }
+
+  async function makeService(url: string, options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> {
+    const service = new LockService({ redis: url, keyPrefix: 't8:', ...options });
+    services.push(service);
+    await service.onModuleInit();
+    return service;
+  }
+
+  it('200 ms each way: 3 processes, each behind its own slow proxy, 0 overlaps, increasing fences, exact counter', async () => {
+    const WORKERS = 3;
+    const SECTIONS = 6;
+    const DELAY = 200;
+    const crewProxies = await Promise.all(Array.from({ length: WORKERS }, () => proxy()));
+    for (const p of crewProxies) p.setDelay(DELAY);
+    const crew = crewProxies.map((p, i) =>
+      startWorker(NET_HAMMER, {
+        env: {
+          LOCK_URL: p.url,
+          DATA_URL: redis.url,
+          WORKER: `w${i}`,
+          KEY: 'slow:key',
+          COUNTER_KEY: 't8:slow:counter',
+          SECTIONS: String(SECTIONS),
+          TTL: '3000',
+          COMMAND_TIMEOUT: '1500',
+          WAIT_TIMEOUT: '30000',
+          HOLD_MS: '20',
+        },
+      }),
+    );
+    workers.push(...crew);
+    await Promise.all(crew.map((w) => w.waitFor((l) => l.ready === true, 10_000)));
+    const started = hrMs();
+    await Promise.all(crew.map((w) => w.send({ go: true })));
+    await Promise.all(crew.map((w) => w.waitFor((l) => l.done === true, 30_000)));
+    const ms = hrMs() - started;
+    const exits = await Promise.all(crew.map((w) => w.exited));
+    expect(exits).toEqual(crew.map(() => ({ code: 0, signal: null })));
+
+    const sections = crew.flatMap((w) => w.lines.filter((l) => l.enterAt !== undefined)) as Array<Section & { acquireStartAt: string; heldAtExit: boolean }>;
+    const latencies = sections.map((s) => stampMs(s.acquiredAt!) - stampMs(s.acquireStartAt));
+    const report = checkHistory(sections);
+    const counter = Number((await client.get('t8:slow:counter')) ?? '0');
+    const stats = crew.map((w) => w.lines.find((l) => l.done)?.stats);
+    console.log(
+      `T8 200 ms each way: ${report.sections} sections in ${Math.round(ms)} ms, overlaps ${report.overlaps.length}, ` +
+        `fence violations ${report.fenceViolations.length}, counter ${counter}; acquire latency min ${Math.min(...latencies).toFixed(1)} ` +
+        `median ${median(latencies).toFixed(1)} max ${Math.max(...latencies).toFixed(1)} ms; renewals ${stats.map((s) => s?.renewals).join('/')}`,
+    );
+
+    // The fault fired: no acquire, not even an uncontended one, took less than one delayed round trip.
+    expect(Math.min(...latencies)).toBeGreaterThanOrEqual(2 * DELAY - 5);
+    // Nothing went wrong.
+    expect(report.sections).toBe(WORKERS * SECTIONS);
+    expect(report.overlaps).toEqual([]);
+    expect(report.fenceViolations).toEqual([]);
+    expect(counter).toBe(report.sections);
+    expect(sections.filter((s) => s.heldAtExit !== true || s.releasedOk !== true)).toEqual([]);
+    // Contention was real: every worker got its sections while the others waited.
+    expect(new Set(sections.map((s) => s.worker)).size).toBe(WORKERS);
+    expect(await client.exists('t8:{slow:key}', 't8:{slow:key}:q', 't8:{slow:key}:w')).toBe(0);
+  }, 40_000);
+
+  it('blackholed release: LockConnectionError within commandTimeout; the key stays, then lapses by TTL', async () => {
+    const TTL = 2_000;
+    const COMMAND_TIMEOUT = 500;
+    const p = await proxy();
+    const locks = await makeService(p.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT });
+    const sentAt = hrMs();
+    const lock = await calls.track('acquire', locks.acquire('bh-release'));
+    // Redis set the key's expiry between these two instants.
+    const answeredAt = hrMs();
+
+    p.blackhole(true);
+    const release = await timed(calls.track('release', lock.release()));
+    console.log(`T8 blackholed release settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.name}`);
+    expect(release.error).toBeInstanceOf(LockConnectionError);
+    expect((release.error as LockConnectionError).operation).toBe('release');
+    // It was the bound that ended the call (the blackhole answers nothing, not even a reset).
+    expect(release.ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT - 5);
+    expect(release.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);
+    // The fault fired: the delete never reached Redis, and no renewal extended the lease meanwhile.
+    expect(await client.get('t8:{bh-release}')).toBe(lock.token);
+    expect(await client.pttl('t8:{bh-release}')).toBeGreaterThan(0);
+    expect(locks.getStats().renewals).toBe(0);
+
+    expect(await pollUntil(async () => (await client.exists('t8:{bh-release}')) === 0, TTL + SLACK, 2)).toBe(true);
+    const goneAt = hrMs();
+    console.log(`T8 blackholed release: key gone ${(goneAt - answeredAt).toFixed(1)} ms after the acquire was answered (TTL ${TTL})`);
+    expect(goneAt - answeredAt).toBeLessThanOrEqual(TTL + SLACK);
+    // It lapsed by TTL (nothing deleted it early).
+    expect(goneAt - sentAt).toBeGreaterThanOrEqual(TTL - 5);
+  });
+
+  it('blackhole during hold: the signal aborts (expired) at the deadline, a direct client gets the key ≤ TTL after the last renewal, and the library recovers', async () => {
+    const TTL = 1_500;
+    const COMMAND_TIMEOUT = 400;
+    const p = await proxy();
+    const locks = await makeService(p.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT });
+    const direct = await makeService(redis.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT, waitTimeout: 3 * TTL });
+    const lock = await calls.track('acquire', locks.acquire('bh-hold'));
+    const aborted = abortOf(lock.signal);
+    // Cut the network right after a renewal was answered: the next is due a third of a TTL later,
+    // so none is on the wire, and Redis' lease runs out at most TTL after this instant.
+    expect(await pollUntil(() => locks.getStats().renewals >= 1, TTL, 1)).toBe(true);
+    const lastRenewalAt = hrMs();
+    p.blackhole(true);
+    const deadline = lock.deadline;
+
+    const other = timed(calls.track('direct acquire', direct.acquire('bh-hold')));
+    const abort = await aborted;
+    const taken = await other;
+    const stats = locks.getStats();
+    console.log(
+      `T8 blackhole during hold: lost ${(abort.at - lastRenewalAt).toFixed(1)} ms after the last renewal, ` +
+        `${(abort.perfAt - deadline).toFixed(1)} ms after its deadline (reason ${(abort.reason as LockLostError).reason}), ` +
+        `renewal errors ${stats.renewalErrors}; direct client took the key ${(taken.at - lastRenewalAt).toFixed(1)} ms after the last renewal`,
+    );
+    // The fault fired: renewals were sent into the blackhole and failed.
+    expect(stats.renewalErrors).toBeGreaterThanOrEqual(1);
+    expect(stats.renewals).toBe(1);
+    // The holder learned at its deadline...
+    expect(abort.reason).toBeInstanceOf(LockLostError);
+    expect((abort.reason as LockLostError).reason).toBe('expired');
+    expect(abort.perfAt - deadline).toBeGreaterThanOrEqual(0);
+    expect(abort.perfAt - deadline).toBeLessThanOrEqual(DEADLINE_SLACK);
+    expect(lock.isHeld()).toBe(false);
+    // ...before anyone else could have the key, and the other client got it as soon as Redis let go.
+    expect(taken.error).toBeUndefined();
+    const next = taken.value as Lock;
+    expect(abort.at).toBeLessThanOrEqual(taken.at);
+    expect(taken.at - lastRenewalAt).toBeLessThanOrEqual(TTL + SLACK);
+    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+    expect(await client.get('t8:{bh-hold}')).toBe(next.token);
+
+    // The network comes back: the proxy resets the connections that lost bytes, the library reconnects.
+    p.blackhole(false);
+    const healedAt = hrMs();
+    let again: Lock | undefined;
+    let attempts = 0;
+    while (!again && hrMs() - healedAt < 2_000) {
+      attempts++;
+      const attempt = await timed(calls.track(`acquire after heal #${attempts}`, locks.acquire('bh-hold:after', { onBusy: 'throw' })));
+      if (attempt.value) again = attempt.value;
+      else {
+        expect(attempt.error).toBeInstanceOf(LockConnectionError);
+        await sleep(10);
+      }
+    }
+    const recoveredMs = hrMs() - healedAt;
+    console.log(`T8 blackhole during hold: acquire through the proxy works again ${recoveredMs.toFixed(1)} ms after the heal (attempt ${attempts})`);
+    expect(again).toBeDefined();
+    expect(recoveredMs).toBeLessThanOrEqual(1_000);
+    expect(await calls.track('release after heal', again!.release())).toBe(true);
+    expect(await calls.track('release of the lost lock', lock.release())).toBe(false);
+    expect(await calls.track('release direct', next.release())).toBe(true);
+  });
+
+  it('connection reset mid-acquire in a busy queue: LockConnectionError at once, and the queue moves on', async () => {
+    const WAITER_LEASE = 1_500;
+    const DELAY = 300;
+    const p = await proxy();
+    const holder = await makeService(redis.url, { ttl: 5_000 });
+    const slow = await makeService(p.url, { ttl: 5_000, commandTimeout: 2_000, waiterLease: WAITER_LEASE, waitTimeout: 10_000 });
+    const other = await makeService(redis.url, { ttl: 5_000, waiterLease: WAITER_LEASE, waitTimeout: 10_000 });
+    const held = await calls.track('holder acquire', holder.acquire('reset'));
+    p.setDelay(DELAY);
+
+    // The slow waiter's first attempt reaches Redis after DELAY and queues it; its reply is then on its way back.
+    const w1 = timed(calls.track('waiter behind the proxy', slow.acquire('reset')));
+    expect(await pollUntil(async () => (await client.llen('t8:{reset}:q')) === 1, 2 * DELAY, 2)).toBe(true);
+    const w2 = timed(calls.track('direct waiter', other.acquire('reset')));
+    expect(await pollUntil(async () => (await client.llen('t8:{reset}:q')) === 2, 2 * DELAY, 2)).toBe(true);
+    // The fault hits an acquire that is still on the wire (its reply is due DELAY after it was queued).
+    expect(calls.pending()).toContain('waiter behind the proxy');
+    const resetAt = hrMs();
+    p.resetAll();
+
+    const first = await w1;
+    const queueAfter = await client.lrange('t8:{reset}:q', 0, -1);
+    console.log(
+      `T8 reset mid-acquire: the waiter settled ${(first.at - resetAt).toFixed(1)} ms after the reset: ${(first.error as Error)?.name}; ` +
+        `queue after the reset: ${queueAfter.length} entries`,
+    );
+    expect(first.error).toBeInstanceOf(LockConnectionError);
+    expect(first.error).not.toBeInstanceOf(LockBusyError);
+    expect(first.error).not.toBeInstanceOf(LockTimeoutError);
+    expect((first.error as LockConnectionError).operation).toBe('acquire');
+    expect(first.at - resetAt).toBeLessThanOrEqual(SLACK);
+
+    // The holder leaves; the other waiter must still get the lock, at worst once the reset waiter's
+    // place lapsed (it could not take it back: its connection was gone).
+    const releasedAt = hrMs();
+    expect(await calls.track('holder release', held.release())).toBe(true);
+    const second = await w2;
+    console.log(
+      `T8 reset mid-acquire: the other waiter got the lock ${(second.at - releasedAt).toFixed(1)} ms after the release ` +
+        `(${(second.at - resetAt).toFixed(1)} ms after the reset; waiterLease ${WAITER_LEASE})`,
+    );
+    expect(second.error).toBeUndefined();
+    const lock = second.value as Lock;
+    expect(lock.isHeld()).toBe(true);
+    expect(await client.get('t8:{reset}')).toBe(lock.token);
+    // The reset waiter's place was taken by its attempt no later than the reset, lapses waiterLease
+    // after, and the other waiter looks again every third of its own waiterLease (two timer hops: 2 × slack).
+    expect(second.at - resetAt).toBeLessThanOrEqual(WAITER_LEASE + WAITER_LEASE / 3 + 2 * SLACK);
+    expect(await client.llen('t8:{reset}:q')).toBe(0);
+    expect(await calls.track('release', lock.release())).toBe(true);
+
+    // The library behind the proxy reconnected by itself.
+    p.setDelay(0);
+    const after = await timed(calls.track('acquire after the reset', slow.acquire('reset:after', { onBusy: 'throw' })));
+    expect(after.error).toBeUndefined();
+    expect(after.ms).toBeLessThanOrEqual(1_000);
+    expect(await calls.track('release after the reset', (after.value as Lock).release())).toBe(true);
+  });
+
+  describe('iptables DROP inside a network namespace', () => {
+    const reason = netnsUnavailable();
+    if (reason) {
+      // eslint-disable-next-line jest/no-disabled-tests
+      it.skip(`blackholed release with iptables DROP (skipped: ${reason})`, () => undefined);
+      console.log(`T8 netns/iptables case skipped: ${reason}`);
+    } else {
+      it.skip('blackholed release with iptables DROP (not implemented yet; the TCP proxy covers the same case)', () => undefined);
+    }
+  });
+});
+
+/** Why the namespace variant cannot run here, or undefined when it could. */
+function netnsUnavailable(): string | undefined {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return 'not root';
+  for (const [bin, args] of [
+    ['ip', ['netns', 'list']],
+    ['iptables', ['--version']],
+  ] as const) {
+    try {
+      execFileSync(bin, [...args], { stdio: 'ignore', timeout: 2_000 });
+    } catch {
+      return `\`${bin} ${args.join(' ')}\` does not work here`;
+    }
+  }
+  return undefined;
+}
