@@ -1,0 +1,319 @@
+/**
+ * T5 — a slow Redis: `CLIENT PAUSE <1.5×TTL> WRITE` (every lock script waits, reads still answer)
+ * and `DEBUG SLEEP` (the whole server stops for longer than a TTL). An answer that comes back after
+ * the lease it grants has run out must never be reported as a lock: every Lock returned is held at
+ * return, its key carries our token with a positive PTTL, and a late grant is refused as
+ * LockConnectionError and given back. Under repeated pauses two services hammering one key never
+ * overlap.
+ *
+ * Each case proves the fault fired: a plain write from another client was held up for the pause,
+ * the DEBUG SLEEP call itself took its time and a raw PING went unanswered meanwhile.
+ */
+import * as vm from 'vm';
+import type Redis from 'ioredis';
+import { DistributedLockModuleOptions, Lock, LockConnectionError, LockLostError, LockService } from '../../lib';
+import { checkHistory, Section } from '../harness/history';
+import { pingOnce } from '../harness/redis-ping';
+import { RedisProcess, killSurvivors } from '../harness/redis-process';
+import { now } from '../harness/worker-log';
+import { SettleTracker } from './workers/support/settle-tracker';
+import { hrMs, pollUntil, sleep } from './workers/support/timing';
+
+const TTL = 1_000;
+const PAUSE = 1_500; // 1.5 × TTL
+const SLACK = 100;
+const DEADLINE_SLACK = 30;
+const BEYOND_LEASE = /beyond its \d+ ms lease/;
+
+const realProcess = vm.runInThisContext('process') as NodeJS.Process;
+
+function abortOf(signal: AbortSignal): Promise<{ at: number; perfAt: number; reason: unknown }> {
+  return new Promise((resolve) => {
+    const done = () => resolve({ at: hrMs(), perfAt: performance.now(), reason: signal.reason });
+    if (signal.aborted) return done();
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+async function timed<T>(promise: Promise<T>): Promise<{ ms: number; at: number; value?: T; error?: unknown }> {
+  const started = hrMs();
+  try {
+    const value = await promise;
+    return { ms: hrMs() - started, at: hrMs(), value };
+  } catch (error) {
+    return { ms: hrMs() - started, at: hrMs(), error };
+  }
+}
+
+/** A returned lock as seen the instant acquire resolved, and what Redis said right then. */
+interface Granted {
+  lock: Lock;
+  heldAtReturn: boolean;
+  /** Lease left by the library's own clock at return (ms). */
+  validityAtReturn: number;
+  /** Owner token and PTTL of the key, asked in the same tick the lock was returned. */
+  owner: string | null;
+  pttl: number;
+}
+
+/**
+ * Wraps an acquire: the check goes out in the same tick the lock is returned, before anything else
+ * can run (a lock granted with little validity left is lost, and given back, moments later).
+ */
+function grantChecked(check: Redis, promise: Promise<Lock>): Promise<Granted> {
+  return promise.then(async (lock) => {
+    const heldAtReturn = lock.isHeld();
+    const validityAtReturn = lock.deadline - performance.now();
+    const redisKey = `t5:{${lock.key}}`;
+    const [[, owner], [, pttl]] = (await check.multi().get(redisKey).pttl(redisKey).exec()) as [[null, string | null], [null, number]];
+    return { lock, heldAtReturn, validityAtReturn, owner, pttl };
+  });
+}
+
+describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
+  let redis: RedisProcess;
+  let client: Redis;
+  let admin: Redis;
+  let probe: Redis;
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  let calls: SettleTracker;
+  let services: LockService[];
+
+  beforeAll(async () => {
+    realProcess.on('unhandledRejection', onUnhandled);
+    redis = await RedisProcess.start();
+    client = redis.client();
+    admin = redis.client();
+    probe = redis.client();
+  });
+
+  beforeEach(() => {
+    calls = new SettleTracker();
+    services = [];
+  });
+
+  afterEach(async () => {
+    await admin.call('CLIENT', 'UNPAUSE');
+    for (const service of services) {
+      const closed = await timed(calls.track('close()', service.close()));
+      expect(closed.error).toBeUndefined();
+    }
+    expect(calls.pending()).toEqual([]);
+    expect(unhandled).toEqual([]);
+  });
+
+  afterAll(async () => {
+    await sleep(50);
+    realProcess.off('unhandledRejection', onUnhandled);
+    await redis.stop();
+    expect(unhandled).toEqual([]);
+  });
+  afterAll(() => expect(killSurvivors()).toEqual([]));
+
+  async function makeService(options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> {
+    const service = new LockService({ redis: redis.url, keyPrefix: 't5:', ttl: TTL, ...options });
+    services.push(service);
+    await service.onModuleInit();
+    return service;
+  }
+
+  /** Pauses writes for `ms` and resolves with how long a plain SET from another client was held up. */
+  async function pauseWrites(ms: number): Promise<{ pausedAt: number; probeMs: Promise<number> }> {
+    await admin.call('CLIENT', 'PAUSE', String(ms), 'WRITE');
+    const pausedAt = hrMs();
+    const probeMs = probe.set('t5:probe', String(pausedAt)).then(() => hrMs() - pausedAt);
+    return { pausedAt, probeMs };
+  }
+
+  const grant = (promise: Promise<Lock>) => grantChecked(client, promise);
+
+  /** Every returned lock: held at return with validity left, and Redis agrees (our token, a PTTL at least that long). */
+  function expectValid(g: Granted): void {
+    expect(g.heldAtReturn).toBe(true);
+    expect(g.validityAtReturn).toBeGreaterThan(0);
+    expect(g.owner).toBe(g.lock.token);
+    expect(g.pttl).toBeGreaterThan(0);
+    // Redis started the lease after the request was sent; the library's view never outlives it.
+    expect(g.pttl + 2).toBeGreaterThanOrEqual(g.validityAtReturn);
+  }
+
+  it(`CLIENT PAUSE ${PAUSE} WRITE with a holder and a waiter: the holder learns at its deadline, a grant answered after its lease is refused, every returned lock is valid`, async () => {
+    const holderSvc = await makeService({ commandTimeout: 2_500 });
+    const waiterSvc = await makeService({ commandTimeout: 2_500, waitTimeout: 10_000 });
+    const freshSvc = await makeService({ commandTimeout: 2_500 });
+    const held = await calls.track('holder acquire', holderSvc.acquire('pause:key'));
+    const aborted = abortOf(held.signal);
+    const waiter = timed(calls.track('waiter acquire', grant(waiterSvc.acquire('pause:key'))));
+    expect(await pollUntil(async () => (await client.llen('t5:{pause:key}:q')) === 1, 1_000, 2)).toBe(true);
+    // Pause right after a renewal was answered, so the next one is certainly caught by the pause.
+    const renewals = holderSvc.getStats().renewals;
+    expect(await pollUntil(() => holderSvc.getStats().renewals > renewals, TTL, 1)).toBe(true);
+
+    const { pausedAt, probeMs } = await pauseWrites(PAUSE);
+    const deadline = held.deadline;
+    // An acquire of a free key sent now is answered only after the pause, i.e. after its lease ran out.
+    const fresh = await timed(calls.track('fresh acquire', freshSvc.acquire('pause:free')));
+    const delayed = await probeMs;
+    const abort = await aborted;
+    const waited = await waiter;
+    console.log(
+      `T5 pause: probe SET held ${delayed.toFixed(1)} ms; holder lost ${(abort.perfAt - deadline).toFixed(1)} ms after its deadline ` +
+        `(${(abort.reason as LockLostError).reason}); fresh acquire settled after ${fresh.ms.toFixed(1)} ms: ${(fresh.error as Error)?.message}; ` +
+        `waiter settled ${(waited.at - pausedAt).toFixed(1)} ms after the pause: ` +
+        (waited.value ? `lock, validity at return ${waited.value.validityAtReturn.toFixed(1)} ms, PTTL ${waited.value.pttl} ms` : `${(waited.error as Error)?.message}`),
+    );
+    // The fault fired: writes really were held for the whole pause.
+    expect(delayed).toBeGreaterThanOrEqual(PAUSE - 50);
+
+    // The grant came back after its lease: refused, and given back.
+    expect(fresh.error).toBeInstanceOf(LockConnectionError);
+    expect((fresh.error as Error).message).toMatch(BEYOND_LEASE);
+    expect(fresh.ms).toBeGreaterThanOrEqual(PAUSE - 50);
+    expect(await pollUntil(async () => (await client.exists('t5:{pause:free}')) === 0, TTL + SLACK, 2)).toBe(true);
+    // It did reach Redis (the fence counter moved): it was refused, not lost.
+    expect(await client.exists('t5:{pause:free}:f')).toBe(1);
+
+    // The holder could not renew and learned it at its deadline.
+    expect(abort.reason).toBeInstanceOf(LockLostError);
+    expect((abort.reason as LockLostError).reason).toBe('expired');
+    expect(abort.perfAt - deadline).toBeGreaterThanOrEqual(0);
+    expect(abort.perfAt - deadline).toBeLessThanOrEqual(DEADLINE_SLACK);
+    expect(holderSvc.getStats().renewals).toBe(renewals + 1);
+
+    // The waiter either got a valid lock (after the holder's loss) or was told the answer came too late.
+    if (waited.value) {
+      expectValid(waited.value);
+      expect(waited.at).toBeGreaterThanOrEqual(abort.at);
+      expect(waited.value.lock.fencingToken).toBeGreaterThan(held.fencingToken);
+      // A grant with little validity left may already be lost (and given back) by now.
+      const { lock } = waited.value;
+      const stillHeld = lock.isHeld();
+      expect(await calls.track('waiter release', lock.release())).toBe(stillHeld);
+    } else {
+      expect(waited.error).toBeInstanceOf(LockConnectionError);
+    }
+    expect(await pollUntil(async () => (await client.exists('t5:{pause:key}')) === 0, TTL + SLACK, 2)).toBe(true);
+    expect(await calls.track('release of the lost lock', held.release())).toBe(false);
+  });
+
+  it('two services hammering one key through repeated CLIENT PAUSEs: 0 overlaps, every returned lock valid', async () => {
+    const RUN_MS = 6_500;
+    const PAUSE_EVERY = 2_000;
+    // One service whose calls outlast a pause (late answers must be refused), one whose calls time out first.
+    const a = await makeService({ commandTimeout: 2_500, waitTimeout: 5_000 });
+    const b = await makeService({ commandTimeout: 500, waitTimeout: 5_000 });
+    const sections: Section[] = [];
+    const checks: Granted[] = [];
+    const failures: Record<string, number> = {};
+    let cutShort = 0;
+    let stop = false;
+
+    async function hammer(name: string, locks: LockService): Promise<void> {
+      try {
+        await hammerLoop(name, locks);
+      } finally {
+        stop = true; // a failed expectation in one loop ends the other too
+      }
+    }
+
+    async function hammerLoop(name: string, locks: LockService): Promise<void> {
+      while (!stop) {
+        let g: Granted;
+        try {
+          g = await calls.track(`${name} acquire`, grant(locks.acquire('hammer')));
+        } catch (error) {
+          const kind = `${name}: ${(error as Error).name}${BEYOND_LEASE.test((error as Error).message) ? ' (beyond lease)' : ''}`;
+          failures[kind] = (failures[kind] ?? 0) + 1;
+          expect(error).toBeInstanceOf(LockConnectionError);
+          await sleep(5);
+          continue;
+        }
+        const acquiredAt = now();
+        expectValid(g);
+        checks.push(g);
+        const enterAt = now();
+        // Work as a lock-aware application does: stop when the signal says the lease is gone.
+        const lost = abortOf(g.lock.signal);
+        await Promise.race([sleep(20), lost]);
+        if (g.lock.signal.aborted && !(g.lock.signal.reason instanceof DOMException)) cutShort++;
+        const exitAt = now();
+        const releasedOk = await calls.track(`${name} release`, g.lock.release()).catch(() => false);
+        sections.push({ worker: name, key: 'hammer', token: g.lock.token, fence: g.lock.fencingToken, acquiredAt, enterAt, exitAt, releasedOk });
+      }
+    }
+
+    const started = hrMs();
+    const crew = [hammer('a', a), hammer('b', b)];
+    const delays: number[] = [];
+    for (let at = 300; at + PAUSE < RUN_MS; at += PAUSE_EVERY) {
+      await sleep(Math.max(0, started + at - hrMs()));
+      const { probeMs } = await pauseWrites(PAUSE);
+      delays.push(await probeMs);
+    }
+    await sleep(Math.max(0, started + RUN_MS - hrMs()));
+    stop = true;
+    await Promise.all(crew);
+
+    const report = checkHistory(sections);
+    console.log(
+      `T5 hammer: ${report.sections} sections in ${Math.round(hrMs() - started)} ms, ${delays.length} pauses (probe held ` +
+        `${delays.map((d) => d.toFixed(0)).join('/')} ms), overlaps ${report.overlaps.length}, fence violations ${report.fenceViolations.length}, ` +
+        `min validity at return ${Math.min(...checks.map((c) => c.validityAtReturn)).toFixed(1)} ms (PTTL ${Math.min(...checks.map((c) => c.pttl))} ms), cut short by loss ${cutShort}, failed acquires ${JSON.stringify(failures)}`,
+    );
+    // The faults fired: three pauses, each holding writes for the whole pause, and the library felt them.
+    expect(delays.length).toBe(3);
+    for (const d of delays) expect(d).toBeGreaterThanOrEqual(PAUSE - 50);
+    expect(Object.values(failures).reduce((x, y) => x + y, 0)).toBeGreaterThanOrEqual(1);
+    // Nothing went wrong.
+    expect(report.sections).toBeGreaterThanOrEqual(20);
+    expect(new Set(sections.map((s) => s.worker)).size).toBe(2);
+    expect(report.overlaps).toEqual([]);
+    expect(report.fenceViolations).toEqual([]);
+    expect(await pollUntil(async () => (await client.exists('t5:{hammer}')) === 0, TTL + SLACK, 2)).toBe(true);
+  }, 20_000);
+
+  for (const config of [
+    { name: 'commandTimeout shorter than the sleep', commandTimeout: 500, expectMs: [500 - 5, 500 + SLACK], message: /did not answer acquire within 500 ms/ },
+    { name: 'commandTimeout longer than the sleep', commandTimeout: 3_000, expectMs: [TTL, PAUSE + 2 * SLACK], message: BEYOND_LEASE },
+  ] as const) {
+    it(`DEBUG SLEEP ${PAUSE / 1000} s (> TTL) during an acquire, ${config.name}: LockConnectionError, and the key does not stay locked`, async () => {
+      const key = `sleep:${config.commandTimeout}`;
+      const locks = await makeService({ commandTimeout: config.commandTimeout });
+      const warm = await calls.track('warm-up acquire', locks.acquire(key));
+      expect(await calls.track('warm-up release', warm.release())).toBe(true);
+      const fenceBefore = Number(await client.get(`t5:{${key}}:f`));
+
+      const sleepStarted = hrMs();
+      const sleeping = admin.call('DEBUG', 'SLEEP', String(PAUSE / 1000)).then(() => hrMs());
+      // The server takes the DEBUG SLEEP before the acquire arrives on another connection.
+      await sleep(20);
+      const attempt = timed(calls.track('acquire', locks.acquire(key)));
+      // The fault fired: the server answers nothing while it sleeps.
+      expect(await pingOnce(redis.port, redis.host, 150)).toBe(false);
+      const result = await attempt;
+      const wokeAt = await sleeping;
+      console.log(
+        `T5 DEBUG SLEEP (${config.name}): server slept ${(wokeAt - sleepStarted).toFixed(1)} ms; acquire settled after ` +
+          `${result.ms.toFixed(1)} ms: ${(result.error as Error)?.message}`,
+      );
+      expect(wokeAt - sleepStarted).toBeGreaterThanOrEqual(PAUSE - 5);
+      expect(result.value).toBeUndefined();
+      expect(result.error).toBeInstanceOf(LockConnectionError);
+      expect((result.error as LockConnectionError).operation).toBe('acquire');
+      expect((result.error as Error).message).toMatch(config.message);
+      expect(result.ms).toBeGreaterThanOrEqual(config.expectMs[0]);
+      expect(result.ms).toBeLessThanOrEqual(config.expectMs[1]);
+
+      // The attempt ran once the server woke (the fence moved: it took the key), and was given back.
+      expect(await pollUntil(async () => Number(await client.get(`t5:{${key}}:f`)) > fenceBefore, TTL, 2)).toBe(true);
+      expect(await pollUntil(async () => (await client.exists(`t5:{${key}}`)) === 0, TTL + SLACK, 2)).toBe(true);
+      const freeAfterWake = hrMs() - wokeAt;
+      console.log(`T5 DEBUG SLEEP (${config.name}): key free ${freeAfterWake.toFixed(1)} ms after the server woke`);
+      expect(freeAfterWake).toBeLessThanOrEqual(TTL + SLACK);
+      const next = await calls.track('acquire after the sleep', locks.acquire(key, { onBusy: 'throw' }));
+      expect(next.isHeld()).toBe(true);
+      expect(await calls.track('release after the sleep', next.release())).toBe(true);
+    });
+  }
+});
