@@ -188,6 +188,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
       if (leases.length > 0) await pending.release().catch(() => undefined);
       throw error;
     }
+    pending.markAcquired();
     this.stats.acquired++;
     this.held.add(pending);
     return pending;

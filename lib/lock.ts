@@ -22,10 +22,13 @@ export class Lock implements AsyncDisposable {
   readonly key: string;
   /** Every key of this lock, in the canonical order they were taken. */
   readonly keys: readonly string[];
-  /** Monotonic time (ms) the lock was acquired; `maxHold` counts from here. */
-  readonly acquiredAt: number;
+  /** Monotonic time (ms) the lock was acquired; `maxHold` and `minHold` count from here. */
+  get acquiredAt(): number {
+    return this.heldSince;
+  }
 
   private state: LockState = 'held';
+  private heldSince = monotonicNow();
   private renewalStopped = false;
   // Made on first read of `signal`: most locks are never asked for one.
   private controller?: AbortController;
@@ -47,7 +50,6 @@ export class Lock implements AsyncDisposable {
   ) {
     this.keys = keys;
     this.key = keys[0];
-    this.acquiredAt = monotonicNow();
   }
 
   /** Fencing token of `key`: strictly greater than every token handed out for that key before. */
@@ -117,9 +119,11 @@ export class Lock implements AsyncDisposable {
     this.runtime.watchdog.untrack(this);
     this.end(RELEASED);
     if (this.leases.length === 0) return !wasLost && this.outer.every((o) => o.isHeld());
+    const keepFor = Math.ceil(this.options.minHold - (monotonicNow() - this.heldSince));
     let ok: boolean;
     try {
-      ok = this.leases.length === 1 ? await this.runtime.store.release(this.leases[0].keys, this.token) : await this.releaseAll();
+      if (keepFor > 0 && !wasLost) ok = await this.shortenTo(keepFor);
+      else ok = this.leases.length === 1 ? await this.runtime.store.release(this.leases[0].keys, this.token) : await this.releaseAll();
     } catch (error) {
       this.runtime.stats.connectionErrors++;
       throw error;
@@ -134,6 +138,17 @@ export class Lock implements AsyncDisposable {
         `The guarded work outlived its lease: raise ttl or keep the watchdog on.`,
     );
     return false;
+  }
+
+  /** `minHold` not reached yet: leave the keys to expire after `ms` instead of deleting them (owner-checked). */
+  private async shortenTo(ms: number): Promise<boolean> {
+    const results = await Promise.all(this.leases.map((l) => this.runtime.store.extend(l.keys, this.token, ms)));
+    return results.every(Boolean);
+  }
+
+  /** @internal All keys are taken: `maxHold` and `minHold` count from now. */
+  markAcquired(): void {
+    this.heldSince = monotonicNow();
   }
 
   /** Every lease, in reverse of the acquisition order (the commands leave in this order on the connection). */

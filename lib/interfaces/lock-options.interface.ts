@@ -24,6 +24,14 @@ export interface LockOptions {
   watchdog?: boolean;
   /** The watchdog stops renewing after this many ms of holding, so a stuck holder cannot keep a key forever. @default 600000 */
   maxHold?: number;
+  /**
+   * Keep the key at least this many ms after it was acquired, even when the work finished sooner:
+   * `release()` then shortens the lease to the remainder instead of deleting the key. For cron jobs
+   * on several instances whose timers fire a little apart: without it, an instance firing 50 ms
+   * late finds the tick's lock already released and runs the tick again (ShedLock's lockAtLeastFor).
+   * Keep it below the job's period. @default 0
+   */
+  minHold?: number;
   /** Fallback polling delays (see RetryDelayOptions). */
   retryDelay?: RetryDelayOptions;
   /** Called once when this lock's lease is lost (in addition to aborting `lock.signal`). Never awaited; errors are logged. */

@@ -9,6 +9,7 @@ export const LOCK_DEFAULTS = {
   waitTimeout: 5_000,
   watchdog: true,
   maxHold: 600_000,
+  minHold: 0,
   retryDelay: { min: 25, max: 1_000 },
   commandTimeout: 2_000,
   waiterLease: 3_000,

@@ -15,6 +15,7 @@ export interface ResolvedLockOptions {
   waitTimeout: number;
   watchdog: boolean;
   maxHold: number;
+  minHold: number;
   retryDelay: { min: number; max: number };
   onLockLost?: (lock: Lock, error: LockLostError) => void;
 }
@@ -43,6 +44,7 @@ export function resolveLockOptions(base: ResolvedLockOptions, overrides: LockOpt
     waitTimeout: assertIntegerMs(`${where}.waitTimeout`, o.waitTimeout ?? base.waitTimeout, 0),
     watchdog: assertBoolean(`${where}.watchdog`, o.watchdog ?? base.watchdog),
     maxHold: assertIntegerMs(`${where}.maxHold`, o.maxHold ?? base.maxHold, 1),
+    minHold: assertIntegerMs(`${where}.minHold`, o.minHold ?? base.minHold, 0),
     retryDelay: {
       min: assertIntegerMs(`${where}.retryDelay.min`, retry.min ?? base.retryDelay.min, 1),
       max: assertIntegerMs(`${where}.retryDelay.max`, retry.max ?? base.retryDelay.max, 1),
@@ -61,6 +63,7 @@ const BUILT_IN: ResolvedLockOptions = {
   waitTimeout: LOCK_DEFAULTS.waitTimeout,
   watchdog: LOCK_DEFAULTS.watchdog,
   maxHold: LOCK_DEFAULTS.maxHold,
+  minHold: LOCK_DEFAULTS.minHold,
   retryDelay: { ...LOCK_DEFAULTS.retryDelay },
 };
 

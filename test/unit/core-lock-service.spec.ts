@@ -201,6 +201,34 @@ describe('LockService against a real redis-server', () => {
     });
   });
 
+  describe('minHold', () => {
+    it('keeps a quickly finished lock until minHold has passed, so a late instance skips the same cron tick', async () => {
+      const a = await pool.make();
+      const b = await pool.make();
+      let runs = 0;
+      const tick = (svc: LockService) => svc.withLock('jobs:tick', () => void runs++, { onBusy: 'fail-fast', minHold: 400 });
+      await tick(a);
+      const pttl = await client.pttl('test:{jobs:tick}');
+      expect(pttl).toBeGreaterThan(300);
+      expect(pttl).toBeLessThanOrEqual(400);
+      await sleep(60); // the other instance's timer fires a little late
+      await tick(b);
+      expect(runs).toBe(1);
+      await sleep(400);
+      expect(await client.exists('test:{jobs:tick}')).toBe(0);
+      await tick(b);
+      expect(runs).toBe(2);
+    });
+
+    it('releases at once when the work outlasted minHold', async () => {
+      const locks = await pool.make();
+      const lock = await locks.acquire('jobs:long', { minHold: 50 });
+      await sleep(80);
+      expect(await lock.release()).toBe(true);
+      expect(await client.exists('test:{jobs:long}')).toBe(0);
+    });
+  });
+
   describe('reentrancy and context', () => {
     it('a nested acquisition of a held key does not deadlock and its release does not free the outer lock', async () => {
       const locks = await pool.make();
@@ -329,6 +357,7 @@ describe('LockService against a real redis-server', () => {
       ['onBusy', { onBusy: 'wait' }],
       ['watchdog', { watchdog: 'yes' }],
       ['maxHold', { maxHold: NaN }],
+      ['minHold', { minHold: -1 }],
       ['retryDelay.max', { retryDelay: { min: 50, max: 10 } }],
       ['onLockLost', { onLockLost: 'log' }],
     ])('rejects a bad %s with LockOptionsError naming it', async (name, options) => {
