@@ -67,8 +67,9 @@ describe('sample coupon app on 3 instances', () => {
     expect(statuses.every((s) => [201, 410, 422].includes(s))).toBe(true);
     expect(countStatus(r.outcomes, 201)).toBe(SHAPE.stock);
     expect(r.audit).toMatchObject({ stock: 20, counter: 20, coupons: 20, oversold: 0, duplicateUsers: 0, fenceRejections: 0 });
-    // All three instances served claims (round-robin reached every one of them).
-    expect(new Set(r.outcomes.filter((o) => o.status === 201).map((o) => o.port)).size).toBeGreaterThan(1);
+    // All three instances answered claims (round-robin reached every one of them), so they contended
+    // for the one lock. Which instance wins the 20 coupons is up to the FIFO queue, not asserted.
+    expect(new Set(r.outcomes.map((o) => o.port)).size).toBe(3);
     expect(r.cron.ticksRun).toBeGreaterThanOrEqual(1);
     expect(r.cron.maxInstances).toBe(1);
   });
