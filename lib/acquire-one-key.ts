@@ -8,7 +8,7 @@ import { Lease, newLease } from './lease';
 import type { ResolvedLockOptions } from './options/resolve-options';
 import type { LockRedisKeys } from './redis/lock-redis-keys';
 import type { RedisLockStore } from './redis/redis-lock-store';
-import type { WakeChannel } from './redis/wake-channel';
+import type { Handover, WakeChannel } from './redis/wake-channel';
 
 export interface AcquireContext {
   store: RedisLockStore;
@@ -24,9 +24,10 @@ export interface AcquireContext {
  * `LockConnectionError` (Redis unreachable or too slow, never confused with busy).
  *
  * Waiting is queue-based: a busy 'retry' attempt takes a place in the key's FIFO queue in Redis,
- * and the releasing holder publishes the token of the next waiter on that waiter's service channel,
- * so exactly one waiter wakes per release and the lock goes to the longest waiter. Timers are only the safety net: the queue head
- * wakes when the holder's lease would end (holder crashed), everyone refreshes their place every
+ * and the release hands the lock straight to the longest waiter and tells only that waiter's
+ * service, so exactly one waiter wakes per release and it enters without another round trip.
+ * Timers are only the safety net: the queue head wakes when the holder's lease would end (holder
+ * crashed, or a waiter the lock was handed to died), everyone refreshes their place every
  * third of `waiterLease`, and without a confirmed subscription waiters poll with exponential
  * backoff and full jitter, capped by the holder's remaining lease.
  */
@@ -41,22 +42,27 @@ export async function acquireOneKey(
   const started = monotonicNow();
   let attempts = 0;
   let wake: (() => void) | undefined;
-  // The wake-up travels on another connection and can be read before the reply of the attempt that
-  // queued us: the listener is registered before the first attempt, and a wake-up that arrives while
-  // an attempt is on the wire is remembered, so the next step retries at once instead of sleeping.
-  let notified = false;
+  // A release hands the lock to the head of the queue and says so on another connection, which can
+  // be read before the reply of the attempt that queued us: the listener is registered before the
+  // first attempt, and a handover that arrives while an attempt is on the wire is kept for the next step.
+  let handover: Handover | undefined;
+  // Sent before the release that handed us the lock ran (it answered "busy"): a safe start for that lease.
+  let lastBusySentAt = started;
   const unregister = waits
-    ? ctx.wakeChannel.register(token, () => {
-        notified = true;
+    ? ctx.wakeChannel.register(token, (h) => {
+        handover = h;
         wake?.();
       })
     : undefined;
   let queued = false;
   try {
     for (;;) {
+      if (handover) {
+        queued = false;
+        return validLease(ctx, keys, token, newLease(keys, handover.fence, options.ttl, lastBusySentAt, handover.validFor), lastBusySentAt);
+      }
       if (ctx.shutdown.aborted) throw new DistributedLockError(`LockService is shutting down; lock "${keys.key}" was not acquired.`);
       attempts++;
-      notified = false;
       const subscribedAtSend = ctx.wakeChannel.subscribed;
       const sentAt = monotonicNow();
       let reply;
@@ -69,23 +75,19 @@ export async function acquireOneKey(
         throw error;
       }
       if (reply.acquired) {
-        const lease = newLease(keys, reply.fence, options.ttl, sentAt);
-        if (monotonicNow() < lease.deadline) return lease;
-        // Redis answered so late that no validity is left: count it as failed and give it back.
-        abandonQuietly(ctx, keys, token);
-        throw new LockConnectionError(
-          `Redis answered the acquire of "${keys.key}" after ${Math.round(monotonicNow() - sentAt)} ms, beyond its ${options.ttl} ms lease; the lock was given back.`,
-          'acquire',
-        );
+        queued = false;
+        return validLease(ctx, keys, token, newLease(keys, reply.fence, options.ttl, sentAt, reply.validFor), sentAt);
       }
+      lastBusySentAt = sentAt;
       queued = reply.position >= 0;
       if (!waits) throw new LockBusyError(keys.key, reply.holderTtl);
+      if (handover) continue;
       const remaining = waitUntil - monotonicNow();
       if (remaining <= 0) throw new LockTimeoutError(keys.key, monotonicNow() - started, attempts);
       // The service subscribes once, at its first wait (uncontended acquires stay one round trip).
       // If that happened only after our attempt was sent, a release in between went unheard: retry now.
       if (!subscribedAtSend && (await ctx.wakeChannel.ensureSubscribed())) continue;
-      if (notified) continue;
+      if (handover) continue;
       const delay = nextDelay(reply.holderTtl, reply.position, attempts, ctx.wakeChannel.subscribed, options, ctx.waiterLease);
       const pause = interruptibleDelay(Math.min(delay, remaining), ctx.shutdown);
       wake = pause.wake;
@@ -98,6 +100,16 @@ export async function acquireOneKey(
   } finally {
     unregister?.();
   }
+}
+
+/** A lease whose validity already ran out (Redis answered too late) counts as failed and is given back. */
+function validLease(ctx: AcquireContext, keys: LockRedisKeys, token: string, lease: Lease, since: number): Lease {
+  if (monotonicNow() < lease.deadline) return lease;
+  abandonQuietly(ctx, keys, token);
+  throw new LockConnectionError(
+    `Redis answered the acquire of "${keys.key}" after ${Math.round(monotonicNow() - since)} ms, beyond its ${lease.ttl} ms lease; the lock was given back.`,
+    'acquire',
+  );
 }
 
 function nextDelay(

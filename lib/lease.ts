@@ -22,8 +22,12 @@ export const driftFor = (ttl: number): number => Math.floor(ttl * 0.01) + 2;
 /** The watchdog renews at a third of the lease, leaving two more chances before it lapses. */
 export const renewIntervalFor = (ttl: number): number => Math.max(1, Math.floor(ttl / 3));
 
-export function newLease(keys: LockRedisKeys, fence: number, ttl: number, sentAt: number): Lease {
-  return { keys, fence, ttl, deadline: sentAt + ttl - driftFor(ttl), renewAt: sentAt + renewIntervalFor(ttl), renewing: false };
+/**
+ * A lease Redis granted for `validFor` ms, counted from `sentAt` (a moment no later than the grant),
+ * and renewed to `ttl` from then on. `validFor` is less than `ttl` for a lock handed over by a release.
+ */
+export function newLease(keys: LockRedisKeys, fence: number, ttl: number, sentAt: number, validFor: number = ttl): Lease {
+  return { keys, fence, ttl, deadline: sentAt + validFor - driftFor(validFor), renewAt: sentAt + renewIntervalFor(validFor), renewing: false };
 }
 
 /** Records a successful renewal or extension sent at `sentAt`. */

@@ -163,7 +163,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
       if (holder?.isHeld()) outer.add(holder);
       else toTake.push(k);
     }
-    const token = newOwnerToken(this.serviceId);
+    const token = newOwnerToken(this.serviceId, options.ttl);
     const leases: Lease[] = [];
     const ctx: AcquireContext = {
       store: this.store,

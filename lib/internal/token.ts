@@ -19,7 +19,9 @@ function randomBytesFromPool(size: number): Buffer {
 export const newServiceId = (): string => randomBytesFromPool(9).toString('base64url');
 
 /**
- * `<service id>.<128 random bits>`: no two holders, processes or restarts share a token, and the
- * release script can tell from a waiter's token which service to wake. base64url has no '.'.
+ * `<service id>.<ttl>.<128 random bits>`: no two holders, processes or restarts share a token, and a
+ * release that hands the lock to a queued waiter reads from its token which service to notify and
+ * what lease it asked for. base64url has no '.'.
  */
-export const newOwnerToken = (serviceId: string): string => `${serviceId}.${randomBytesFromPool(16).toString('base64url')}`;
+export const newOwnerToken = (serviceId: string, ttl: number): string =>
+  `${serviceId}.${ttl}.${randomBytesFromPool(16).toString('base64url')}`;

@@ -4,11 +4,12 @@ import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-
 import { LOCK_SCRIPTS, LockScriptName } from './scripts';
 import type { RedisClient } from './redis-connection';
 
-/** How long a fencing counter outlives its last acquire; see ACQUIRE_SCRIPT for why expiring it is safe. */
+/** How long a fencing counter outlives its last acquire; see NEXT_FENCE for why expiring it is safe. */
 const FENCE_RETENTION_MS = 3_600_000;
 
 export type AcquireReply =
-  | { acquired: true; fence: number }
+  /** `validFor`: ms of lease Redis had left when it ran the attempt (the ttl, or less for a lock handed to us). */
+  | { acquired: true; fence: number; validFor: number }
   | { acquired: false; holderTtl: number; position: number };
 
 export interface RenewRequest {
@@ -48,13 +49,13 @@ export class RedisLockStore {
     const reply = (await this.script('distributedLockAcquire', 'acquire', [
       keys.lock, keys.fence, keys.queue, keys.waiters,
       token, ttl, joinQueue ? '1' : '0', this.waiterLease, FENCE_RETENTION_MS,
-    ])) as [number, string | number, number?];
-    if (Number(reply[0]) === 1) return { acquired: true, fence: Number(reply[1]) };
+    ])) as [number, string | number, number];
+    if (Number(reply[0]) === 1) return { acquired: true, fence: Number(reply[1]), validFor: Number(reply[2]) };
     return { acquired: false, holderTtl: Number(reply[1]), position: Number(reply[2] ?? -1) };
   }
 
   async release(keys: LockRedisKeys, token: string): Promise<boolean> {
-    const reply = await this.script('distributedLockRelease', 'release', [keys.lock, keys.queue, keys.waiters, token, this.channelPrefix]);
+    const reply = await this.script('distributedLockRelease', 'release', this.handoverArgs(keys, token));
     return Number(reply) === 1;
   }
 
@@ -64,7 +65,7 @@ export class RedisLockStore {
 
   /** Leaves the queue and frees the lock if an unanswered attempt took it. Safe to send any time: owner-checked. */
   async abandon(keys: LockRedisKeys, token: string): Promise<void> {
-    await this.script('distributedLockAbandon', 'abandon', [keys.lock, keys.queue, keys.waiters, token, this.channelPrefix]);
+    await this.script('distributedLockAbandon', 'abandon', this.handoverArgs(keys, token));
   }
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {
@@ -97,6 +98,11 @@ export class RedisLockStore {
       const failure = toConnectionError('renew', error);
       return requests.map(() => failure);
     }
+  }
+
+  /** Keys and arguments of the scripts that may hand the lock to the next waiter (release, abandon). */
+  private handoverArgs(keys: LockRedisKeys, token: string): (string | number)[] {
+    return [keys.lock, keys.fence, keys.queue, keys.waiters, token, this.channelPrefix, FENCE_RETENTION_MS];
   }
 
   private script(name: LockScriptName, operation: string, args: (string | number)[]): Promise<unknown> {

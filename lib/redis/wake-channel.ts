@@ -2,13 +2,20 @@ import type { Logger } from '@nestjs/common';
 import { withTimeout } from '../internal/with-timeout';
 import { RedisClient, waitUntilReady } from './redis-connection';
 
-type Wake = () => void;
+/** A release handed the lock to this waiter: its fencing token and the lease (ms) it was given. */
+export interface Handover {
+  fence: number;
+  validFor: number;
+}
+
+type Wake = (handover: Handover) => void;
 
 /**
  * The one pub/sub channel of a LockService, on one subscriber connection, subscribed once (at the
  * first wait) and kept until shutdown: no SUBSCRIBE/UNSUBSCRIBE per wait, no channel per key to
- * leak, no connection per waiter. A release publishes the next waiter's token on the channel of
- * that waiter's service only, so exactly one process hears about each release.
+ * leak, no connection per waiter. A release that hands the lock to a waiter publishes
+ * `<token> <fence> <lease ms>` on the channel of that waiter's service only, so exactly one process
+ * hears about each release.
  */
 export class WakeChannel {
   private connection?: RedisClient;
@@ -33,7 +40,7 @@ export class WakeChannel {
     return this.confirmed;
   }
 
-  /** Registers `wake` for the message naming `token` (synchronous, before the attempt is sent); returns the unregister function. */
+  /** Registers `wake` for the handover to `token` (synchronous, before the attempt is sent); returns the unregister function. */
   register(token: string, wake: Wake): () => void {
     this.waiters.set(token, wake);
     return () => this.waiters.delete(token);
@@ -77,7 +84,10 @@ export class WakeChannel {
     if (this.connection) return this.connection;
     const connection = this.source.duplicate();
     connection.on('error', (error: Error) => this.logger.debug?.(`Subscriber connection: ${error.message}`));
-    connection.on('message', (_channel: string, token: string) => this.waiters.get(token)?.());
+    connection.on('message', (_channel: string, message: string) => {
+      const [token, fence, validFor] = message.split(' ');
+      this.waiters.get(token)?.({ fence: Number(fence), validFor: Number(validFor) });
+    });
     this.connection = connection;
     return connection;
   }

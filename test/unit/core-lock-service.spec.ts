@@ -183,6 +183,40 @@ describe('LockService against a real redis-server', () => {
       await next.release();
     });
 
+    it('a release hands the lock to the queued waiter: the waiter enters without another round trip', async () => {
+      const holder = await pool.make();
+      const waiter = await pool.make();
+      const lock = await holder.acquire('busy:6');
+      const waiting = waiter.acquire('busy:6', { waitTimeout: 5_000 });
+      for (let i = 0; i < 100 && (await client.llen('test:{busy:6}:q')) === 0; i++) await sleep(5);
+      await sleep(50); // the waiter's subscription is confirmed and it sleeps
+      const scriptCalls = async () => (await commandCalls(client, 'eval')) + (await commandCalls(client, 'evalsha'));
+      const before = await scriptCalls();
+      await lock.release();
+      const next = await waiting;
+      expect((await scriptCalls()) - before).toBe(1); // the release; no acquire attempt by the waiter
+      expect(await client.get('test:{busy:6}')).toBe(next.token);
+      expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+      expect(next.isHeld()).toBe(true);
+      expect(await next.release()).toBe(true);
+    });
+
+    it('a handed-over lease runs until the waiter\'s place would have lapsed, then the watchdog renews it to the full ttl', async () => {
+      const holder = await pool.make();
+      const waiter = await pool.make({ ttl: 5_000, waiterLease: 600 });
+      const lock = await holder.acquire('busy:7');
+      const waiting = waiter.acquire('busy:7', { waitTimeout: 5_000 });
+      for (let i = 0; i < 100 && (await client.llen('test:{busy:7}:q')) === 0; i++) await sleep(5);
+      await sleep(30);
+      await lock.release();
+      const next = await waiting;
+      expect(await client.pttl('test:{busy:7}')).toBeLessThanOrEqual(600);
+      await sleep(450);
+      expect(next.isHeld()).toBe(true);
+      expect(await client.pttl('test:{busy:7}')).toBeGreaterThan(4_000);
+      expect(await next.release()).toBe(true);
+    });
+
     it("'retry' gives up after waitTimeout with LockTimeoutError and leaves the queue", async () => {
       const holder = await pool.make();
       const waiter = await pool.make();

@@ -1,23 +1,24 @@
-import { PRUNE_STALE_WAITERS, SERVER_NOW } from './lua-snippets';
+import { NEXT_FENCE, PRUNE_STALE_WAITERS, SERVER_NOW } from './lua-snippets';
 
 /**
- * One atomic attempt. Takes the lock when it is free and nobody queued before us (FIFO handoff:
- * a releasing client cannot barge past the waiters), sets owner token and expiry in one SET, and
- * hands out a fencing token in the same step.
- *
- * The fencing token is max(last + 1, server time in µs): strictly increasing per key, and still
- * increasing when Redis lost the counter (restart without persistence, key evicted), as long as
- * the server clock does not step back. That is why the counter may expire after `fence retention`.
+ * One atomic attempt. Takes the lock when it is free and nobody queued before us (FIFO: a releasing
+ * client cannot barge past the waiters), setting owner token and expiry in one SET and handing out
+ * a fencing token in the same step. Finds the lock already ours when a release handed it to us
+ * (see GRANT_NEXT_WAITER) and this attempt came before the notification.
  *
  * KEYS: lock, fence, queue, waiters.
  * ARGV: token, ttl ms, join ('1': take a place in the queue when busy), waiter lease ms, fence retention ms.
- * Returns {1, fence} when acquired, else {0, holder pttl (-1: free but promised to the queue head), position (-1: not queued)}.
+ * Returns {1, fence, lease ms left} when the lock is ours, else
+ * {0, holder pttl (-1: free but promised to the queue head), position (-1: not queued)}.
  */
 export const ACQUIRE_SCRIPT =
   SERVER_NOW +
   `
 local token = ARGV[1]
 local holder = redis.call('GET', KEYS[1])
+if holder == token then
+  return {1, redis.call('GET', KEYS[2]), redis.call('PTTL', KEYS[1])}
+end
 local head = redis.call('LINDEX', KEYS[3], 0)
 if head then
 ` +
@@ -32,10 +33,10 @@ if not holder and (not head or head == token) then
     redis.call('LPOP', KEYS[3])
     redis.call('ZREM', KEYS[4], token)
   end
-  local fence = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, now_us)
-  local fence_text = string.format('%.0f', fence)
-  redis.call('SET', KEYS[2], fence_text, 'PX', ARGV[5])
-  return {1, fence_text}
+` +
+  NEXT_FENCE('KEYS[2]', 'ARGV[5]') +
+  `
+  return {1, fence_text, tonumber(ARGV[2])}
 end
 local pttl = -1
 if holder then pttl = redis.call('PTTL', KEYS[1]) end

@@ -10,9 +10,9 @@ import { RENEW_SCRIPT } from './renew.script';
  */
 export const LOCK_SCRIPTS = {
   distributedLockAcquire: { numberOfKeys: 4, lua: ACQUIRE_SCRIPT },
-  distributedLockRelease: { numberOfKeys: 3, lua: RELEASE_SCRIPT },
+  distributedLockRelease: { numberOfKeys: 4, lua: RELEASE_SCRIPT },
   distributedLockRenew: { numberOfKeys: 1, lua: RENEW_SCRIPT },
-  distributedLockAbandon: { numberOfKeys: 3, lua: ABANDON_SCRIPT },
+  distributedLockAbandon: { numberOfKeys: 4, lua: ABANDON_SCRIPT },
 } as const;
 
 export type LockScriptName = keyof typeof LOCK_SCRIPTS;
