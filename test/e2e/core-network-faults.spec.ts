@@ -11,15 +11,15 @@
  */
 import { execFileSync } from 'child_process';
 import * as path from 'path';
-import * as vm from 'vm';
 import type Redis from 'ioredis';
 import { DistributedLockModuleOptions, Lock, LockBusyError, LockConnectionError, LockLostError, LockService, LockTimeoutError } from '../../lib';
 import { checkHistory, Section } from '../harness/history';
 import { RedisProcess, killSurvivors } from '../harness/redis-process';
 import { TcpProxy } from '../harness/tcp-proxy';
 import { startWorker, WorkerHandle } from '../harness/worker-process';
+import { acquireUntilBack, expectCleanClose, expectNothingLeft, finishFaultSuite, startService, UnhandledRejections } from './workers/support/fault-helpers';
 import { SettleTracker } from './workers/support/settle-tracker';
-import { hrMs, pollUntil, sleep, stampMs } from './workers/support/timing';
+import { abortOf, hrMs, pollUntil, stampMs, timed } from './workers/support/timing';
 
 /** Timer lateness and scheduling on a loaded 2-core box. */
 const SLACK = 100;
@@ -27,43 +27,19 @@ const SLACK = 100;
 const DEADLINE_SLACK = 30;
 const NET_HAMMER = path.join(__dirname, 'workers', 'net-hammer.worker.ts');
 
-// jest gives each test file a copy of `process` whose listeners never see unhandled rejections;
-// the real process object does.
-const realProcess = vm.runInThisContext('process') as NodeJS.Process;
-
-/** When and why `signal` aborted (`at` on hrMs(), `perfAt` on the library's performance.now() clock). */
-function abortOf(signal: AbortSignal): Promise<{ at: number; perfAt: number; reason: unknown }> {
-  return new Promise((resolve) => {
-    const done = () => resolve({ at: hrMs(), perfAt: performance.now(), reason: signal.reason });
-    if (signal.aborted) return done();
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
-async function timed<T>(promise: Promise<T>): Promise<{ ms: number; at: number; value?: T; error?: unknown }> {
-  const started = hrMs();
-  try {
-    const value = await promise;
-    return { ms: hrMs() - started, at: hrMs(), value };
-  } catch (error) {
-    return { ms: hrMs() - started, at: hrMs(), error };
-  }
-}
-
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 describe('T8 latency and partition between the library and Redis', () => {
   let redis: RedisProcess;
   let client: Redis;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
   let calls: SettleTracker;
   let services: LockService[];
   let proxies: TcpProxy[];
   const workers: WorkerHandle[] = [];
 
   beforeAll(async () => {
-    realProcess.on('unhandledRejection', onUnhandled);
+    unhandled.start();
     redis = await RedisProcess.start();
     client = redis.client();
   });
@@ -80,21 +56,14 @@ describe('T8 latency and partition between the library and Redis', () => {
       proxy.setDelay(0);
       proxy.blackhole(false);
     }
-    for (const service of services) {
-      const closed = await timed(calls.track('close()', service.close()));
-      expect(closed.error).toBeUndefined();
-    }
+    await expectCleanClose(calls, services);
     await Promise.all(proxies.map((p) => p.stop()));
-    expect(calls.pending()).toEqual([]);
-    expect(unhandled).toEqual([]);
+    expectNothingLeft(calls, unhandled);
   });
 
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.stop()));
-    await sleep(50);
-    realProcess.off('unhandledRejection', onUnhandled);
-    await redis.stop();
-    expect(unhandled).toEqual([]);
+    await finishFaultSuite(unhandled, redis);
   });
   afterAll(() => expect(killSurvivors()).toEqual([]));
 
@@ -104,12 +73,8 @@ describe('T8 latency and partition between the library and Redis', () => {
     return p;
   }
 
-  async function makeService(url: string, options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> {
-    const service = new LockService({ redis: url, keyPrefix: 't8:', ...options });
-    services.push(service);
-    await service.onModuleInit();
-    return service;
-  }
+  const makeService = (url: string, options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> =>
+    startService(services, { redis: url, keyPrefix: 't8:', ...options });
 
   it('200 ms each way: 3 processes, each behind its own slow proxy, 0 overlaps, increasing fences, exact counter', async () => {
     const WORKERS = 3;
@@ -241,18 +206,11 @@ describe('T8 latency and partition between the library and Redis', () => {
     // The network comes back: the proxy resets the connections that lost bytes, the library reconnects.
     p.blackhole(false);
     const healedAt = hrMs();
-    let again: Lock | undefined;
-    let attempts = 0;
-    while (!again && hrMs() - healedAt < 2_000) {
-      attempts++;
-      const attempt = await timed(calls.track(`acquire after heal #${attempts}`, locks.acquire('bh-hold:after', { onBusy: 'throw' })));
-      if (attempt.value) again = attempt.value;
-      else {
-        expect(attempt.error).toBeInstanceOf(LockConnectionError);
-        await sleep(10);
-      }
-    }
-    const recoveredMs = hrMs() - healedAt;
+    const {
+      lock: again,
+      attempts,
+      ms: recoveredMs,
+    } = await acquireUntilBack(calls, 'acquire after heal', () => locks.acquire('bh-hold:after', { onBusy: 'throw' }), { since: healedAt, giveUpMs: 2_000 });
     console.log(`T8 blackhole during hold: acquire through the proxy works again ${recoveredMs.toFixed(1)} ms after the heal (attempt ${attempts})`);
     expect(again).toBeDefined();
     expect(recoveredMs).toBeLessThanOrEqual(1_000);

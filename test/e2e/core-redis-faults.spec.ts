@@ -8,60 +8,31 @@
  * Each case first proves the fault fired: a frozen or dead server does not answer a raw PING, a
  * killed server's pid is gone.
  */
-import * as vm from 'vm';
 import type Redis from 'ioredis';
 import { DistributedLockModuleOptions, Lock, LockConnectionError, LockLostError, LockService } from '../../lib';
 import { pingOnce } from '../harness/redis-ping';
 import { RedisProcess, killSurvivors } from '../harness/redis-process';
+import { acquireUntilBack, expectCleanClose, expectNothingLeft, finishFaultSuite, startService, UnhandledRejections } from './workers/support/fault-helpers';
 import { SettleTracker } from './workers/support/settle-tracker';
-import { hrMs, isAlive, pollUntil, sleep } from './workers/support/timing';
+import { abortOf, hrMs, isAlive, pollUntil, sleep, timed } from './workers/support/timing';
 
 const COMMAND_TIMEOUT = 300;
 /** Timer lateness and scheduling on a loaded 2-core box; the bounds below are bound + this. */
 const SLACK = 100;
 const SHUTDOWN_TIMEOUT = 1_000;
 
-// jest gives each test file a copy of `process` whose listeners never see unhandled rejections;
-// the real process object does (the same trick the harness reaper uses).
-const realProcess = vm.runInThisContext('process') as NodeJS.Process;
-
-/**
- * Resolves with when and why `signal` aborted: `at` on hrMs(), `perfAt` on performance.now() (the
- * library's own clock, to compare with a lease deadline). Never reads `lock.signal` again: that
- * getter checks the deadline itself, and the point is that the watchdog notices on its own.
- */
-function abortOf(signal: AbortSignal): Promise<{ at: number; perfAt: number; reason: unknown }> {
-  return new Promise((resolve) => {
-    const done = () => resolve({ at: hrMs(), perfAt: performance.now(), reason: signal.reason });
-    if (signal.aborted) return done();
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
 /** Timer lateness allowed between a lease deadline and the abort it must cause. */
 const DEADLINE_SLACK = 30;
-
-/** Runs `promise` and reports how it settled and how long it took (ms). */
-async function timed<T>(promise: Promise<T>): Promise<{ ms: number; value?: T; error?: unknown }> {
-  const started = hrMs();
-  try {
-    const value = await promise;
-    return { ms: hrMs() - started, value };
-  } catch (error) {
-    return { ms: hrMs() - started, error };
-  }
-}
 
 describe('T4 Redis stopped, frozen and restarted under the lock', () => {
   let redis: RedisProcess;
   let client: Redis;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
   let calls: SettleTracker;
   let services: LockService[];
 
   beforeAll(async () => {
-    realProcess.on('unhandledRejection', onUnhandled);
+    unhandled.start();
     redis = await RedisProcess.start();
     client = redis.client();
   });
@@ -80,36 +51,15 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
     }
     if (!(await pingOnce(redis.port, redis.host, 200))) await redis.restart();
     // Every service closes cleanly and promptly, and no library call is left hanging.
-    for (const service of services) {
-      const closed = await timed(calls.track('close()', service.close()));
-      expect(closed.error).toBeUndefined();
-      expect(closed.ms).toBeLessThan(SHUTDOWN_TIMEOUT + SLACK);
-    }
-    expect(calls.pending()).toEqual([]);
-    expect(unhandled).toEqual([]);
+    await expectCleanClose(calls, services, SHUTDOWN_TIMEOUT + SLACK);
+    expectNothingLeft(calls, unhandled);
   });
 
-  afterAll(async () => {
-    // Let any late failure surface before the last look.
-    await sleep(50);
-    realProcess.off('unhandledRejection', onUnhandled);
-    await redis.stop();
-    expect(unhandled).toEqual([]);
-  });
+  afterAll(() => finishFaultSuite(unhandled, redis));
   afterAll(() => expect(killSurvivors()).toEqual([]));
 
-  async function makeService(options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> {
-    const service = new LockService({
-      redis: redis.url,
-      keyPrefix: 't4:',
-      commandTimeout: COMMAND_TIMEOUT,
-      shutdownTimeout: SHUTDOWN_TIMEOUT,
-      ...options,
-    });
-    services.push(service);
-    await service.onModuleInit();
-    return service;
-  }
+  const makeService = (options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> =>
+    startService(services, { redis: redis.url, keyPrefix: 't4:', commandTimeout: COMMAND_TIMEOUT, shutdownTimeout: SHUTDOWN_TIMEOUT, ...options });
 
   async function expectFrozen(): Promise<void> {
     expect(await pingOnce(redis.port, redis.host, 150)).toBe(false);
@@ -252,18 +202,11 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
     expect(await client.exists('t4:{e:key}', 't4:{e:key}:f')).toBe(0);
 
     // A new acquire (through the same service's reconnecting connection) as soon as it can work.
-    let next: Lock | undefined;
-    let attempts = 0;
-    while (!next && hrMs() - backAt < 2_000) {
-      attempts++;
-      const attempt = await timed(calls.track(`acquire after restart #${attempts}`, locks.acquire('e:other', { onBusy: 'throw' })));
-      if (attempt.value) next = attempt.value;
-      else {
-        expect(attempt.error).toBeInstanceOf(LockConnectionError);
-        await sleep(10);
-      }
-    }
-    const nextAt = hrMs() - backAt;
+    const {
+      lock: next,
+      attempts,
+      ms: nextAt,
+    } = await acquireUntilBack(calls, 'acquire after restart', () => locks.acquire('e:other', { onBusy: 'throw' }), { since: backAt, giveUpMs: 2_000 });
 
     const abort = await aborted;
     const lostAfter = abort.at - backAt;

@@ -9,41 +9,21 @@
  * Each case proves the fault fired: a plain write from another client was held up for the pause,
  * the DEBUG SLEEP call itself took its time and a raw PING went unanswered meanwhile.
  */
-import * as vm from 'vm';
 import type Redis from 'ioredis';
 import { DistributedLockModuleOptions, Lock, LockConnectionError, LockLostError, LockService } from '../../lib';
 import { checkHistory, Section } from '../harness/history';
 import { pingOnce } from '../harness/redis-ping';
 import { RedisProcess, killSurvivors } from '../harness/redis-process';
 import { now } from '../harness/worker-log';
+import { expectCleanClose, expectNothingLeft, finishFaultSuite, startService, UnhandledRejections } from './workers/support/fault-helpers';
 import { SettleTracker } from './workers/support/settle-tracker';
-import { hrMs, pollUntil, sleep } from './workers/support/timing';
+import { abortOf, hrMs, pollUntil, sleep, timed } from './workers/support/timing';
 
 const TTL = 1_000;
 const PAUSE = 1_500; // 1.5 × TTL
 const SLACK = 100;
 const DEADLINE_SLACK = 30;
 const BEYOND_LEASE = /beyond its \d+ ms lease/;
-
-const realProcess = vm.runInThisContext('process') as NodeJS.Process;
-
-function abortOf(signal: AbortSignal): Promise<{ at: number; perfAt: number; reason: unknown }> {
-  return new Promise((resolve) => {
-    const done = () => resolve({ at: hrMs(), perfAt: performance.now(), reason: signal.reason });
-    if (signal.aborted) return done();
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
-async function timed<T>(promise: Promise<T>): Promise<{ ms: number; at: number; value?: T; error?: unknown }> {
-  const started = hrMs();
-  try {
-    const value = await promise;
-    return { ms: hrMs() - started, at: hrMs(), value };
-  } catch (error) {
-    return { ms: hrMs() - started, at: hrMs(), error };
-  }
-}
 
 /** A returned lock as seen the instant acquire resolved, and what Redis said right then. */
 interface Granted {
@@ -75,13 +55,12 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
   let client: Redis;
   let admin: Redis;
   let probe: Redis;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  const unhandled = new UnhandledRejections();
   let calls: SettleTracker;
   let services: LockService[];
 
   beforeAll(async () => {
-    realProcess.on('unhandledRejection', onUnhandled);
+    unhandled.start();
     redis = await RedisProcess.start();
     client = redis.client();
     admin = redis.client();
@@ -95,28 +74,15 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
 
   afterEach(async () => {
     await admin.call('CLIENT', 'UNPAUSE');
-    for (const service of services) {
-      const closed = await timed(calls.track('close()', service.close()));
-      expect(closed.error).toBeUndefined();
-    }
-    expect(calls.pending()).toEqual([]);
-    expect(unhandled).toEqual([]);
+    await expectCleanClose(calls, services);
+    expectNothingLeft(calls, unhandled);
   });
 
-  afterAll(async () => {
-    await sleep(50);
-    realProcess.off('unhandledRejection', onUnhandled);
-    await redis.stop();
-    expect(unhandled).toEqual([]);
-  });
+  afterAll(() => finishFaultSuite(unhandled, redis));
   afterAll(() => expect(killSurvivors()).toEqual([]));
 
-  async function makeService(options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> {
-    const service = new LockService({ redis: redis.url, keyPrefix: 't5:', ttl: TTL, ...options });
-    services.push(service);
-    await service.onModuleInit();
-    return service;
-  }
+  const makeService = (options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> =>
+    startService(services, { redis: redis.url, keyPrefix: 't5:', ttl: TTL, ...options });
 
   /** Pauses writes for `ms` and resolves with how long a plain SET from another client was held up. */
   async function pauseWrites(ms: number): Promise<{ pausedAt: number; probeMs: Promise<number> }> {

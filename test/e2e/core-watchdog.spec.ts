@@ -10,6 +10,7 @@ import type Redis from 'ioredis';
 import { DistributedLockModuleOptions, Lock, LockLostError, LockService } from '../../lib';
 import { RENEW_SCRIPT } from '../../lib/redis/scripts/renew.script';
 import { RedisProcess, killSurvivors } from '../harness/redis-process';
+import { startService } from './workers/support/fault-helpers';
 import { pollUntil, sleep } from './workers/support/timing';
 
 const TTL = 600;
@@ -60,12 +61,8 @@ describe('watchdog renewals seen from Redis', () => {
   afterAll(() => redis.stop());
   afterAll(() => expect(killSurvivors()).toEqual([]));
 
-  async function makeService(options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> {
-    const service = new LockService({ redis: redis.url, keyPrefix: 'wd:', ttl: TTL, ...options });
-    services.push(service);
-    await service.onModuleInit();
-    return service;
-  }
+  const makeService = (options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> =>
+    startService(services, { redis: redis.url, keyPrefix: 'wd:', ttl: TTL, ...options });
 
   /** Samples PTTL and owner of each key every `everyMs` until `untilMs` from now. */
   async function sample(lockKeys: string[], everyMs: number, forMs: number): Promise<Array<{ key: string; pttl: number; owner: string | null }>> {

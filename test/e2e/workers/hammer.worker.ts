@@ -10,21 +10,12 @@
 import Redis from 'ioredis';
 import { LockService } from '../../../lib';
 import { emit, now } from '../../harness/worker-log';
+import { sleep } from './support/timing';
+import { hammerSettings, parentSaysGo, requiredEnv } from './support/worker-env';
 
-const env = (name: string): string => {
-  const value = process.env[name];
-  if (value === undefined) throw new Error(`hammer.worker: env ${name} is required`);
-  return value;
-};
-
-const worker = env('WORKER');
-const key = env('KEY');
-const counterKey = env('COUNTER_KEY');
-const sections = Number(env('SECTIONS'));
-const holdMs = Number(process.env.HOLD_MS ?? '0');
+const env = requiredEnv('hammer.worker');
+const { worker, key, counterKey, sections, holdMs } = hammerSettings(env, '0');
 const bypass = process.env.BYPASS === '1';
-
-const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 async function main(): Promise<void> {
   const data = new Redis(env('REDIS_URL'), { maxRetriesPerRequest: 1 });
@@ -33,14 +24,14 @@ async function main(): Promise<void> {
   await data.ping();
   emit({ ready: true, worker });
   // Start together on the parent's word, so the contention is real from the first section.
-  await new Promise<void>((resolve) => process.once('message', () => resolve()));
+  await parentSaysGo();
   try {
     for (let i = 0; i < sections; i++) {
       const lock = bypass ? null : await locks.acquire(key);
       const acquiredAt = now();
       const enterAt = now();
       const seen = Number((await data.get(counterKey)) ?? '0');
-      await pause(holdMs);
+      await sleep(holdMs);
       await data.set(counterKey, String(seen + 1));
       const exitAt = now();
       const releasedOk = lock ? await lock.release() : true;

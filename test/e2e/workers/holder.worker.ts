@@ -16,17 +16,14 @@ import Redis from 'ioredis';
 import { LockLostError, LockService } from '../../../lib';
 import { emit, now } from '../../harness/worker-log';
 import { fencedWrite } from './support/fenced-store';
+import { sleep } from './support/timing';
+import { requiredEnv } from './support/worker-env';
 
-const env = (name: string): string => {
-  const value = process.env[name];
-  if (value === undefined) throw new Error(`holder.worker: env ${name} is required`);
-  return value;
-};
+const env = requiredEnv('holder.worker');
 
 const key = env('KEY');
 const storeKey = process.env.STORE_KEY;
 const tickMs = Number(process.env.TICK_MS ?? '5');
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 async function main(): Promise<void> {
   const data = new Redis(env('REDIS_URL'), { maxRetriesPerRequest: 1 });

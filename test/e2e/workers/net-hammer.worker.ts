@@ -12,20 +12,11 @@
 import Redis from 'ioredis';
 import { LockService } from '../../../lib';
 import { emit, now } from '../../harness/worker-log';
+import { sleep } from './support/timing';
+import { hammerSettings, parentSaysGo, requiredEnv } from './support/worker-env';
 
-const env = (name: string): string => {
-  const value = process.env[name];
-  if (value === undefined) throw new Error(`net-hammer.worker: env ${name} is required`);
-  return value;
-};
-
-const worker = env('WORKER');
-const key = env('KEY');
-const counterKey = env('COUNTER_KEY');
-const sections = Number(env('SECTIONS'));
-const holdMs = Number(process.env.HOLD_MS ?? '20');
-
-const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const env = requiredEnv('net-hammer.worker');
+const { worker, key, counterKey, sections, holdMs } = hammerSettings(env, '20');
 
 async function main(): Promise<void> {
   const data = new Redis(env('DATA_URL'), { maxRetriesPerRequest: 1 });
@@ -39,7 +30,7 @@ async function main(): Promise<void> {
   await locks.onModuleInit();
   await data.ping();
   emit({ ready: true, worker });
-  await new Promise<void>((resolve) => process.once('message', () => resolve()));
+  await parentSaysGo();
   try {
     for (let i = 0; i < sections; i++) {
       const acquireStartAt = now();
@@ -47,7 +38,7 @@ async function main(): Promise<void> {
       const acquiredAt = now();
       const enterAt = now();
       const seen = Number((await data.get(counterKey)) ?? '0');
-      await pause(holdMs);
+      await sleep(holdMs);
       await data.set(counterKey, String(seen + 1));
       // Still inside the lease when leaving? (A section that outlived its lease is not protected.)
       const heldAtExit = lock.isHeld();

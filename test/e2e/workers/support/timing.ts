@@ -25,3 +25,30 @@ export async function pollUntil(check: () => boolean | Promise<boolean>, timeout
     await sleep(everyMs);
   }
 }
+
+/**
+ * Runs `promise` and reports how it settled, how long it took (`ms`) and when it settled (`at`, on
+ * hrMs()). Never rejects, so a fault test can assert on the error and the duration together.
+ */
+export async function timed<T>(promise: Promise<T>): Promise<{ ms: number; at: number; value?: T; error?: unknown }> {
+  const started = hrMs();
+  try {
+    const value = await promise;
+    return { ms: hrMs() - started, at: hrMs(), value };
+  } catch (error) {
+    return { ms: hrMs() - started, at: hrMs(), error };
+  }
+}
+
+/**
+ * Resolves with when and why `signal` aborted: `at` on hrMs(), `perfAt` on performance.now() (the
+ * library's own clock, to compare with a lease deadline). Never reads `lock.signal` again: that
+ * getter checks the deadline itself, and the point is that the watchdog notices on its own.
+ */
+export function abortOf(signal: AbortSignal): Promise<{ at: number; perfAt: number; reason: unknown }> {
+  return new Promise((resolve) => {
+    const done = () => resolve({ at: hrMs(), perfAt: performance.now(), reason: signal.reason });
+    if (signal.aborted) return done();
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
