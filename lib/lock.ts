@@ -54,7 +54,8 @@ export class Lock implements AsyncDisposable {
 
   /** Fencing token of `key`: strictly greater than every token handed out for that key before. */
   get fencingToken(): number {
-    return this.fencingTokens.get(this.key)!;
+    const first = this.leases[0];
+    return first?.keys.key === this.key ? first.fence : this.fencingTokens.get(this.key)!;
   }
 
   /** Fencing token of each key (a nested handle reports the outer lock's token for borrowed keys). */
