@@ -43,6 +43,8 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
   private readonly serviceId = newServiceId();
   private readonly shutdown = new AbortController();
   private readonly held = new Set<Lock>();
+  /** What every acquisition needs; the same for all of them. */
+  private readonly acquireContext: AcquireContext;
   private closing?: Promise<void>;
 
   constructor(@Inject(DISTRIBUTED_LOCK_OPTIONS) options: DistributedLockModuleOptions) {
@@ -56,6 +58,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease);
     this.wakeChannel = new WakeChannel(client, this.store.channelPrefix + this.serviceId, commandTimeout, this.logger);
     this.watchdog = new Watchdog(this.store, this.logger, this.stats);
+    this.acquireContext = { store: this.store, wakeChannel: this.wakeChannel, waiterLease, shutdown: this.shutdown.signal };
   }
 
   /** Waits (bounded) for the connection, so the first lock of the application does not fail on a handshake in progress. */
@@ -165,18 +168,12 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     }
     const token = newOwnerToken(this.serviceId, options.ttl);
     const leases: Lease[] = [];
-    const ctx: AcquireContext = {
-      store: this.store,
-      wakeChannel: this.wakeChannel,
-      waiterLease: this.settings.waiterLease,
-      shutdown: this.shutdown.signal,
-    };
     const waitUntil = monotonicNow() + (options.onBusy === 'retry' ? options.waitTimeout : 0);
     // A multi-key lock is watched from its first lease, so keys taken early stay renewed while we wait for the rest.
     const pending = new Lock(token, keys, leases, [...outer], options, this);
     try {
       for (const k of toTake) {
-        leases.push(await acquireOneKey(ctx, this.store.keysFor(k), token, options, waitUntil));
+        leases.push(await acquireOneKey(this.acquireContext, this.store.keysFor(k), token, options, waitUntil));
         this.watchdog.track(pending);
       }
       if (toTake.length > 0 && !pending.isHeld()) {

@@ -53,8 +53,8 @@ export class Watchdog {
     this.clearTimer();
   }
 
-  /** Re-arms the timer for the earliest renewal or deadline (after track, extend or a tick). */
-  reschedule(): void {
+  /** Re-arms the timer for the earliest renewal or deadline (after a tick, or while renewals are on the wire). */
+  private reschedule(): void {
     if (this.stopped) return;
     let next = Infinity;
     for (const lock of this.locks) next = Math.min(next, this.nextTimeOf(lock));

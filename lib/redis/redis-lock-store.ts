@@ -69,7 +69,7 @@ export class RedisLockStore {
   }
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {
-    return (await this.bounded('isLocked', () => this.client.exists(keys.lock))) === 1;
+    return (await withTimeout('isLocked', this.commandTimeout, () => this.client.exists(keys.lock))) === 1;
   }
 
   /**
@@ -89,7 +89,7 @@ export class RedisLockStore {
       (pipeline as unknown as Record<string, ScriptFn>).distributedLockRenew(r.keys.lock, r.token, r.ttl);
     }
     try {
-      const results = await this.bounded('renew', () => pipeline.exec());
+      const results = await withTimeout('renew', this.commandTimeout, () => pipeline.exec());
       return requests.map((_, i) => {
         const [error, value] = results?.[i] ?? [new Error('no reply'), null];
         return error ? toConnectionError('renew', error) : Number(value) === 1;
@@ -106,12 +106,7 @@ export class RedisLockStore {
   }
 
   private script(name: LockScriptName, operation: string, args: (string | number)[]): Promise<unknown> {
-    return this.bounded(operation, () => (this.client as unknown as Record<string, ScriptFn>)[name](...args));
-  }
-
-  /** Every call is bounded by commandTimeout and reports failures as LockConnectionError. */
-  private bounded<T>(operation: string, run: () => Promise<T>): Promise<T> {
-    return withTimeout(operation, this.commandTimeout, run);
+    return withTimeout(operation, this.commandTimeout, () => (this.client as unknown as Record<string, ScriptFn>)[name](...args));
   }
 }
 
