@@ -1,13 +1,10 @@
+import { LockTimeoutError } from '../../../lib';
+
 /**
  * The lock the incident had: a mutex per key inside ONE process. It serialises the claims that
  * reach this instance and knows nothing about the other two instances behind the load balancer.
+ * A wait that runs out is the library's own LockTimeoutError, so both modes answer the same 409.
  */
-export class InProcessLockTimeoutError extends Error {
-  constructor(readonly key: string, readonly waitedMs: number) {
-    super(`Timed out after ${waitedMs} ms waiting for the in-process lock "${key}".`);
-    this.name = 'InProcessLockTimeoutError';
-  }
-}
 
 interface Waiter {
   wake(): void;
@@ -52,7 +49,7 @@ export class InProcessMutex {
       };
       const timer = setTimeout(() => {
         queue.splice(queue.indexOf(waiter), 1);
-        reject(new InProcessLockTimeoutError(key, waitMs));
+        reject(new LockTimeoutError(key, waitMs, 1));
       }, waitMs);
       queue.push(waiter);
     });

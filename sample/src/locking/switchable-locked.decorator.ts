@@ -1,6 +1,5 @@
 import { Locked, LockedOptions, lockKey } from '../../../lib';
 import { processMutex } from './in-process-mutex';
-import { lockErrorToHttp } from './lock-errors-to-http';
 import { parseLockMode } from './lock-mode';
 import { wrapMethod } from './wrap-method';
 
@@ -26,11 +25,8 @@ function InProcessLocked(template: string, options: LockedOptions): MethodDecora
       async function (this: unknown, ...args: unknown[]) {
         const key = lockKey(template, ...args);
         if (options.onBusy === 'fail-fast') return processMutex.runIfFree(key, () => original.apply(this, args));
-        try {
-          return await processMutex.runExclusive(key, inProcessWaitMs(options), () => original.apply(this, args));
-        } catch (error) {
-          throw lockErrorToHttp(error);
-        }
+        // Its LockTimeoutError becomes a 409 through the lock module's HTTP mapping, like @Locked's.
+        return processMutex.runExclusive(key, inProcessWaitMs(options), () => original.apply(this, args));
       },
     );
 }
