@@ -76,6 +76,11 @@ export async function acquireOneKey(
       }
       if (reply.acquired) {
         queued = false;
+        if (!(reply.fence > 0)) {
+          // Only possible when Redis evicted the fencing counter under a lock it kept (an eviction policy other than noeviction).
+          abandonQuietly(ctx, keys, token);
+          throw new LockConnectionError(`Redis holds "${keys.key}" for us but lost its fencing counter (evicted? use maxmemory-policy noeviction); the lock was given back.`, 'acquire');
+        }
         return validLease(ctx, keys, token, newLease(keys, reply.fence, options.ttl, sentAt, reply.validFor), sentAt);
       }
       lastBusySentAt = sentAt;

@@ -15,12 +15,7 @@ export function withTimeout<T>(operation: string, timeoutMs: number, run: () => 
       setImmediate(() => {
         if (settled) return;
         settled = true;
-        reject(
-          new LockConnectionError(
-            `Redis did not answer ${operation} within ${timeoutMs} ms (unreachable, frozen or overloaded). The lock state is unknown; nothing ran under it.`,
-            operation,
-          ),
-        );
+        reject(timeoutError(operation, timeoutMs));
       });
     }, timeoutMs);
     let promise: Promise<T>;
@@ -44,6 +39,13 @@ export function withTimeout<T>(operation: string, timeoutMs: number, run: () => 
       },
     );
   });
+}
+
+export function timeoutError(operation: string, timeoutMs: number): LockConnectionError {
+  return new LockConnectionError(
+    `Redis did not answer ${operation} within ${timeoutMs} ms (unreachable, frozen or overloaded). The lock state is unknown; nothing ran under it.`,
+    operation,
+  );
 }
 
 export function toConnectionError(operation: string, error: unknown): Error {

@@ -1,11 +1,9 @@
 import type { Cluster, Redis } from 'ioredis';
-import { withTimeout, toConnectionError } from '../internal/with-timeout';
+import { CommandDeadlines } from '../internal/command-deadlines';
+import { toConnectionError } from '../internal/with-timeout';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
 import { LOCK_SCRIPTS, LockScriptName } from './scripts';
 import type { RedisClient } from './redis-connection';
-
-/** How long a fencing counter outlives its last acquire; see NEXT_FENCE for why expiring it is safe. */
-const FENCE_RETENTION_MS = 3_600_000;
 
 export type AcquireReply =
   /** `validFor`: ms of lease Redis had left when it ran the attempt (the ttl, or less for a lock handed to us). */
@@ -27,14 +25,16 @@ type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 export class RedisLockStore {
   /** Prefix of every service's wake channel; the release script appends the waiter's service id. */
   readonly channelPrefix: string;
+  private readonly deadlines: CommandDeadlines;
 
   constructor(
     readonly client: RedisClient,
     private readonly keyPrefix: string,
-    private readonly commandTimeout: number,
+    commandTimeout: number,
     private readonly waiterLease: number,
   ) {
     this.channelPrefix = waiterChannelPrefix(keyPrefix);
+    this.deadlines = new CommandDeadlines(commandTimeout);
     for (const [name, definition] of Object.entries(LOCK_SCRIPTS)) {
       // A client shared by several modules (or apps in one process) keeps one definition.
       if (typeof (client as unknown as Record<string, unknown>)[name] !== 'function') client.defineCommand(name, definition);
@@ -48,8 +48,8 @@ export class RedisLockStore {
   async acquire(keys: LockRedisKeys, token: string, ttl: number, joinQueue: boolean): Promise<AcquireReply> {
     const reply = (await this.script('distributedLockAcquire', 'acquire', [
       keys.lock, keys.fence, keys.queue, keys.waiters,
-      token, ttl, joinQueue ? '1' : '0', this.waiterLease, FENCE_RETENTION_MS,
-    ])) as [number, string | number, number];
+      token, ttl, joinQueue ? '1' : '0', this.waiterLease,
+    ])) as [number, number, number];
     if (Number(reply[0]) === 1) return { acquired: true, fence: Number(reply[1]), validFor: Number(reply[2]) };
     return { acquired: false, holderTtl: Number(reply[1]), position: Number(reply[2] ?? -1) };
   }
@@ -69,7 +69,7 @@ export class RedisLockStore {
   }
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {
-    return (await withTimeout('isLocked', this.commandTimeout, () => this.client.exists(keys.lock))) === 1;
+    return (await this.deadlines.bound('isLocked', () => this.client.exists(keys.lock))) === 1;
   }
 
   /**
@@ -89,7 +89,7 @@ export class RedisLockStore {
       (pipeline as unknown as Record<string, ScriptFn>).distributedLockRenew(r.keys.lock, r.token, r.ttl);
     }
     try {
-      const results = await withTimeout('renew', this.commandTimeout, () => pipeline.exec());
+      const results = await this.deadlines.bound('renew', () => pipeline.exec());
       return requests.map((_, i) => {
         const [error, value] = results?.[i] ?? [new Error('no reply'), null];
         return error ? toConnectionError('renew', error) : Number(value) === 1;
@@ -102,11 +102,11 @@ export class RedisLockStore {
 
   /** Keys and arguments of the scripts that may hand the lock to the next waiter (release, abandon). */
   private handoverArgs(keys: LockRedisKeys, token: string): (string | number)[] {
-    return [keys.lock, keys.fence, keys.queue, keys.waiters, token, this.channelPrefix, FENCE_RETENTION_MS];
+    return [keys.lock, keys.fence, keys.queue, keys.waiters, token, this.channelPrefix];
   }
 
   private script(name: LockScriptName, operation: string, args: (string | number)[]): Promise<unknown> {
-    return withTimeout(operation, this.commandTimeout, () => (this.client as unknown as Record<string, ScriptFn>)[name](...args));
+    return this.deadlines.bound(operation, () => (this.client as unknown as Record<string, ScriptFn>)[name](...args));
   }
 }
 

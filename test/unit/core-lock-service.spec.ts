@@ -106,6 +106,24 @@ describe('LockService against a real redis-server', () => {
       expect(Number.isSafeInteger(seen[seen.length - 1])).toBe(true);
     });
 
+    it('keep their counter for an hour after its last use, and keep increasing when it lapsed', async () => {
+      const locks = await pool.make();
+      const first = await locks.acquire('fence:3');
+      await first.release();
+      const second = await locks.acquire('fence:3');
+      await second.release();
+      expect(second.fencingToken).toBe(first.fencingToken + 1);
+      const retention = await client.pttl('test:{fence:3}:f');
+      expect(retention).toBeGreaterThan(3_590_000);
+      expect(retention).toBeLessThanOrEqual(3_600_000);
+      // What an hour without acquisitions does: the counter is gone, the next one is seeded from the server clock.
+      await client.del('test:{fence:3}:f');
+      const third = await locks.acquire('fence:3');
+      await third.release();
+      expect(third.fencingToken).toBeGreaterThan(second.fencingToken);
+      expect(Number.isSafeInteger(third.fencingToken)).toBe(true);
+    });
+
     it('keep increasing after Redis lost every key (restart without persistence)', async () => {
       const own = await RedisProcess.start();
       const locks = new LockService({ redis: own.url, commandTimeout: 500 });

@@ -1,0 +1,100 @@
+import { monotonicNow } from './clock';
+import { timeoutError, toConnectionError } from './with-timeout';
+
+interface PendingCall {
+  readonly deadline: number;
+  settled: boolean;
+  readonly fail: () => void;
+  next?: PendingCall;
+}
+
+/**
+ * Bounds every Redis call of one store by the same `timeoutMs`, like `withTimeout`, with one timer
+ * for all of them instead of a timer set and cleared per call (measured: that pair cost about 3 µs
+ * per command, a tenth of an uncontended lock cycle).
+ *
+ * All calls share one timeout, so their deadlines come in the order they were sent: the calls wait
+ * in a FIFO and the timer is armed for the oldest unsettled one. A settled call is only marked; it
+ * leaves the list when it reaches the head. The timer is unref'd: a call in flight keeps the process
+ * alive through its socket, not through this timer, and a closed service leaves nothing behind that
+ * outlives its last call by more than the timeout.
+ */
+export class CommandDeadlines {
+  private head?: PendingCall;
+  private tail?: PendingCall;
+  private timer?: NodeJS.Timeout;
+  private timerAt = Infinity;
+
+  constructor(private readonly timeoutMs: number) {}
+
+  /** Runs `run`; rejects with `LockConnectionError` on any failure, or when it did not settle within the timeout. */
+  bound<T>(operation: string, run: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const call: PendingCall = {
+        deadline: monotonicNow() + this.timeoutMs,
+        settled: false,
+        fail: () => reject(timeoutError(operation, this.timeoutMs)),
+      };
+      this.push(call);
+      let promise: Promise<T>;
+      try {
+        promise = run();
+      } catch (error) {
+        promise = Promise.reject(error);
+      }
+      promise.then(
+        (value) => {
+          if (call.settled) return;
+          call.settled = true;
+          resolve(value);
+        },
+        (error: unknown) => {
+          if (call.settled) return;
+          call.settled = true;
+          reject(toConnectionError(operation, error));
+        },
+      );
+    });
+  }
+
+  private push(call: PendingCall): void {
+    // Drop settled calls at the head as we go, so the list stays as long as what is really pending.
+    while (this.head?.settled) this.head = this.head.next;
+    if (this.head) this.tail!.next = call;
+    else this.head = call;
+    this.tail = call;
+    if (call.deadline < this.timerAt) this.arm(call.deadline);
+  }
+
+  private arm(at: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.onTimer(), Math.max(1, Math.ceil(at - monotonicNow())));
+    this.timer.unref();
+  }
+
+  private onTimer(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    // After this process was paused, expired timers run before the socket is read: give a reply that
+    // is already waiting one turn of the event loop (poll phase) before calling it late.
+    setImmediate(() => {
+      this.expire(monotonicNow());
+      while (this.head?.settled) this.head = this.head.next;
+      if (this.head && !this.timer) this.arm(this.head.deadline);
+    });
+  }
+
+  /** Fails the unsettled calls whose deadline is at or before `now`, oldest first. */
+  private expire(now: number): void {
+    while (this.head && (this.head.settled || this.head.deadline <= now)) {
+      const call = this.head;
+      this.head = call.next;
+      if (!call.settled) {
+        call.settled = true;
+        call.fail();
+      }
+    }
+    if (!this.head) this.tail = undefined;
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * The store bounds every Redis call with one shared timer (lib/internal/command-deadlines.ts).
+ * These tests drive it with promises we settle by hand, so each case is exact.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LockConnectionError } from '../../lib';
+import { CommandDeadlines } from '../../lib/internal/command-deadlines';
+
+function deferred<T>() {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
+  return { promise, resolve, reject };
+}
+
+describe('CommandDeadlines', () => {
+  it('passes a reply through and turns a failure into LockConnectionError', async () => {
+    const bounds = new CommandDeadlines(200);
+    await expect(bounds.bound('acquire', async () => 42)).resolves.toBe(42);
+    const failed = bounds.bound('release', () => Promise.reject(new Error('Connection is closed.')));
+    await expect(failed).rejects.toBeInstanceOf(LockConnectionError);
+    await expect(failed).rejects.toThrow(/release failed: Connection is closed/);
+    const thrown = bounds.bound('extend', () => {
+      throw new Error('sync');
+    });
+    await expect(thrown).rejects.toBeInstanceOf(LockConnectionError);
+  });
+
+  it('fails only the calls that did not settle in time, each at its own deadline, whatever the order they settle in', async () => {
+    const bounds = new CommandDeadlines(150);
+    const a = deferred<string>();
+    const b = deferred<string>();
+    const started = performance.now();
+    const first = bounds.bound('acquire', () => a.promise);
+    await sleep(60);
+    const second = bounds.bound('release', () => b.promise);
+    const third = bounds.bound('extend', async () => 'fast');
+    // The oldest call stays pending; a younger one settles first.
+    await expect(third).resolves.toBe('fast');
+    b.resolve('second');
+    await expect(second).resolves.toBe('second');
+    const error = await first.catch((e: unknown) => e);
+    const elapsed = performance.now() - started;
+    expect(error).toBeInstanceOf(LockConnectionError);
+    expect((error as Error).message).toMatch(/did not answer acquire within 150 ms/);
+    expect(elapsed).toBeGreaterThanOrEqual(149);
+    expect(elapsed).toBeLessThan(400);
+    // A reply after the deadline changes nothing.
+    a.resolve('late');
+    await sleep(5);
+  });
+
+  it('keeps timing out later calls after an idle period (the timer re-arms itself)', async () => {
+    const bounds = new CommandDeadlines(50);
+    await bounds.bound('acquire', async () => 1);
+    await sleep(120); // the timer fired with nothing pending
+    const never = new Promise<never>(() => undefined);
+    const started = performance.now();
+    await expect(bounds.bound('acquire', () => never)).rejects.toBeInstanceOf(LockConnectionError);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(49);
+  });
+
+  it('holds thousands of calls in flight and fails the stuck ones together', async () => {
+    const bounds = new CommandDeadlines(80);
+    const stuck = Array.from({ length: 2_000 }, (_, i) => (i % 2 ? bounds.bound('renew', () => new Promise<never>(() => undefined)) : bounds.bound('renew', async () => i)));
+    const results = await Promise.allSettled(stuck);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1_000);
+    expect(results.filter((r) => r.status === 'rejected' && r.reason instanceof LockConnectionError)).toHaveLength(1_000);
+  });
+});
