@@ -3,21 +3,26 @@ export interface BenchConfig {
   quick: boolean;
   sequential: { rounds: number; cyclesPerRound: number };
   parallel: { rounds: number; opsPerRound: number; inFlight: number };
-  contended: { workers: number; runs: Array<{ sectionMs: number; durationMs: number }> };
+  /**
+   * Each section length runs `repeats` times per library, interleaved across libraries, each
+   * repeat lasting durationMs / repeats: `durationMs` is the total per library.
+   */
+  contended: { workers: number; runs: Array<{ sectionMs: number; durationMs: number; repeats: number }> };
   held: { locks: number; ttl: number; holdMs: number };
 }
 
 const FULL: BenchConfig = {
   quick: false,
-  // Rounds are interleaved across libraries, each on a fresh server; the median round is reported,
-  // because one shared 2-core machine is noisy at the 100 µs scale.
-  sequential: { rounds: 5, cyclesPerRound: 1_000 },
-  parallel: { rounds: 4, opsPerRound: 2_500, inFlight: 64 },
+  // Many short rounds interleaved across libraries, each on a fresh server: the VM's speed drifts
+  // by up to 2× within a minute, so ratios are taken round by round (paired) and the median
+  // reported; libraries measured a minute apart are never compared directly.
+  sequential: { rounds: 15, cyclesPerRound: 800 },
+  parallel: { rounds: 9, opsPerRound: 2_000, inFlight: 64 },
   contended: {
     workers: 16,
     runs: [
-      { sectionMs: 20, durationMs: 10_000 },
-      { sectionMs: 1, durationMs: 5_000 },
+      { sectionMs: 20, durationMs: 10_000, repeats: 2 },
+      { sectionMs: 1, durationMs: 5_000, repeats: 4 },
     ],
   },
   // ttl 6 s: our watchdog renews every 2 s (3 rounds in 7 s), redis-semaphore at 4.8 s, redlock at 5.5 s.
@@ -26,13 +31,13 @@ const FULL: BenchConfig = {
 
 const QUICK: BenchConfig = {
   quick: true,
-  sequential: { rounds: 3, cyclesPerRound: 300 },
-  parallel: { rounds: 2, opsPerRound: 1_000, inFlight: 64 },
+  sequential: { rounds: 5, cyclesPerRound: 300 },
+  parallel: { rounds: 3, opsPerRound: 1_000, inFlight: 64 },
   contended: {
     workers: 16,
     runs: [
-      { sectionMs: 20, durationMs: 2_500 },
-      { sectionMs: 1, durationMs: 1_000 },
+      { sectionMs: 20, durationMs: 2_500, repeats: 2 },
+      { sectionMs: 1, durationMs: 1_000, repeats: 2 },
     ],
   },
   held: { locks: 2_000, ttl: 3_000, holdMs: 3_500 },

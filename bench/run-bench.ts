@@ -10,16 +10,17 @@ import { ADAPTERS, LockAdapter } from './adapters';
 import { benchConfig } from './bench-config';
 import { redisServerVersion } from './measure/bench-server';
 import { nowMs } from './measure/clock';
+import { HandoverFloorResult, runHandoverFloor } from './measure/handover-floor';
 import { idleRedisCpuUsPerSec } from './measure/idle-redis-cpu';
 import { installRoundTripCounter } from './measure/round-trips';
 import type { BenchResults } from './report/bench-results';
 import { renderTable } from './report/format';
 import { machineInfo } from './report/machine';
 import { resultsMarkdown } from './report/results-markdown';
-import { contendedTable, heldTable, parallelTable, sequentialTable } from './report/tables';
+import { contendedTable, handoverFloorLine, heldTable, parallelTable, sequentialTable } from './report/tables';
 import { checkTargets, targetsTable, totalOverlaps } from './report/targets';
 import { waitDistributionSvg } from './report/wait-distribution-svg';
-import { ContendedResult, runContended } from './workloads/contended.workload';
+import { mergeContendedRepeats, runContended } from './workloads/contended.workload';
 import { HeldResult, runHeldWatchdog } from './workloads/held-watchdog.workload';
 import { ParallelRound, runParallelRound, summarizeParallel } from './workloads/parallel-distinct.workload';
 import { runSequentialRound, SequentialRound, summarizeSequential } from './workloads/sequential.workload';
@@ -27,10 +28,15 @@ import { runSequentialRound, SequentialRound, summarizeSequential } from './work
 const CHART_FILE = 'wait-distribution-20ms.svg';
 /** Libraries that renew leases by themselves; redlock-10ms shares redlock's extension code. */
 const HELD_LIBRARIES = new Set(['ours', 'redis-semaphore', 'redlock']);
+/** Section lengths whose Redis-CPU target gets the perfect-handover floor as a reference. */
+const HANDOVER_FLOOR_MIN_SECTION_MS = 20;
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
-/** Rounds interleaved across libraries, starting with a different library each round, so drift and noise hit all alike. */
+/**
+ * Rounds interleaved across libraries, starting with a different library each round, so drift and
+ * noise hit all alike. Each library's list is in round order: index r of every library is round r.
+ */
 async function interleaved<T>(rounds: number, run: (adapter: LockAdapter) => Promise<T>): Promise<Record<string, T[]>> {
   const byLib: Record<string, T[]> = Object.fromEntries(ADAPTERS.map((a) => [a.name, [] as T[]]));
   for (let round = 0; round < rounds; round++) {
@@ -60,14 +66,19 @@ async function main(): Promise<number> {
   const parallel = Object.fromEntries(Object.entries(parRounds).map(([n, r]) => [n, summarizeParallel(r, inFlight)]));
 
   const contended: BenchResults['contended'] = [];
-  for (const { sectionMs, durationMs } of config.contended.runs) {
-    const byLib: Record<string, ContendedResult> = {};
-    for (const adapter of ADAPTERS) {
-      log(`(c) ${config.contended.workers} workers, ${sectionMs} ms section, ${durationMs / 1000} s: ${adapter.name}…`);
-      byLib[adapter.name] = await runContended(adapter, config.contended.workers, sectionMs, durationMs);
-      if (byLib[adapter.name].overlaps > 0) log(`    !!! ${adapter.name}: ${byLib[adapter.name].overlaps} OVERLAPS`);
+  const { workers } = config.contended;
+  for (const { sectionMs, durationMs, repeats } of config.contended.runs) {
+    const repeatMs = durationMs / repeats;
+    log(`(c) ${workers} workers, ${sectionMs} ms section: ${repeats} repeats × ${repeatMs / 1000} s per library…`);
+    const runs = await interleaved(repeats, (a) => runContended(a, workers, sectionMs, repeatMs));
+    const byLib = Object.fromEntries(Object.entries(runs).map(([n, r]) => [n, mergeContendedRepeats(r)]));
+    for (const [name, r] of Object.entries(byLib)) if (r.overlaps > 0) log(`    !!! ${name}: ${r.overlaps} OVERLAPS`);
+    let handoverFloor: HandoverFloorResult | undefined;
+    if (sectionMs >= HANDOVER_FLOOR_MIN_SECTION_MS) {
+      log(`(c) ${workers} workers, ${sectionMs} ms section, ${durationMs / 1000} s: perfect-handover floor…`);
+      handoverFloor = await runHandoverFloor(workers, sectionMs, durationMs);
     }
-    contended.push({ sectionMs, durationMs, byLib });
+    contended.push({ sectionMs, durationMs, repeats, byLib, handoverFloor });
   }
 
   const held: Record<string, HeldResult | undefined> = {};
@@ -99,6 +110,7 @@ async function main(): Promise<number> {
     log('');
     log(`(c) ${config.contended.workers} workers, one key, ${run.sectionMs} ms section`);
     log(renderTable(contendedTable(results, i)));
+    if (run.handoverFloor) log(handoverFloorLine(run.handoverFloor));
   });
   log('');
   log('(d) locks held at once with automatic renewal');

@@ -6,7 +6,8 @@ import { BENCH_TTL_MS, Held, LockAdapter, LockClient } from './lock-adapter';
 /** Fixed retry interval of the floor when the key is busy (the same as redis-semaphore's default). */
 export const RAW_RETRY_MS = 10;
 
-const COMPARE_AND_DELETE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+/** Deletes the key only while it still holds the caller's token (1 = deleted). */
+export const COMPARE_AND_DELETE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
 type FloorClient = Redis & { benchCompareAndDelete(key: string, token: string): Promise<number> };

@@ -1,5 +1,6 @@
 import type { LockAdapter } from '../adapters';
 import type { BenchConfig } from '../bench-config';
+import type { HandoverFloorResult } from '../measure/handover-floor';
 import type { ContendedResult } from '../workloads/contended.workload';
 import type { HeldResult } from '../workloads/held-watchdog.workload';
 import type { ParallelResult } from '../workloads/parallel-distinct.workload';
@@ -15,7 +16,14 @@ export interface BenchResults {
   idleRedisCpuUsPerSec: number;
   sequential: Record<string, SequentialResult>;
   parallel: Record<string, ParallelResult>;
-  contended: Array<{ sectionMs: number; durationMs: number; byLib: Record<string, ContendedResult> }>;
+  /** Per section length: every library's repeats merged; the handover floor where it was run (20 ms). */
+  contended: Array<{
+    sectionMs: number;
+    durationMs: number;
+    repeats: number;
+    byLib: Record<string, ContendedResult>;
+    handoverFloor?: HandoverFloorResult;
+  }>;
   /** `undefined` for a library without automatic lease extension. */
   held: Record<string, HeldResult | undefined>;
   totalSeconds: number;

@@ -11,6 +11,10 @@ export const fmtMs = (value: number | undefined): string => (value === undefined
 export const fmtPct = (share: number | undefined): string =>
   share === undefined || Number.isNaN(share) ? 'n/a' : `${(share * 100).toFixed(0)}%`;
 
+/** "1.12× (0.95–1.30)": a paired ratio's median and its spread over rounds. */
+export const fmtRatioSpread = (ratio: { median: number; min: number; max: number }): string =>
+  `${ratio.median.toFixed(2)}× (${ratio.min.toFixed(2)}–${ratio.max.toFixed(2)})`;
+
 /** A table as rows of cells; the first row is the header. */
 export type Table = string[][];
 

@@ -1,4 +1,6 @@
-import { fmt, fmtMs, fmtPct, Table } from './format';
+import type { HandoverFloorResult } from '../measure/handover-floor';
+import { pairedRatio } from '../measure/paired-ratio';
+import { fmt, fmtMs, fmtPct, fmtRatioSpread, Table } from './format';
 import type { BenchResults } from './bench-results';
 
 type Row<T> = [label: string, cell: (r: T) => string];
@@ -9,9 +11,12 @@ function sideBySide<T>(results: BenchResults, byLib: Record<string, T | undefine
 }
 
 export function sequentialTable(results: BenchResults): Table {
+  const floor = results.adapters.find((a) => a.role === 'floor')?.name;
+  const floorRounds = floor ? results.sequential[floor]?.usPerCycleRounds : undefined;
   return sideBySide(results, results.sequential, [
     ['µs per cycle (median round)', (r) => fmt(r.usPerCycle)],
     ['µs per cycle, rounds min–max', (r) => `${fmt(Math.min(...r.usPerCycleRounds), 0)}–${fmt(Math.max(...r.usPerCycleRounds), 0)}`],
+    ['÷ raw floor, paired per round: median (min–max)', (r) => (floorRounds ? fmtRatioSpread(pairedRatio(r.usPerCycleRounds, floorRounds)) : 'n/a')],
     ['round trips per cycle', (r) => fmt(r.roundTripsPerCycle, 2)],
     ['Redis commands per cycle', (r) => fmt(r.commandsPerCycle, 1)],
     ['Redis CPU µs per cycle', (r) => fmt(r.cpuUsPerCycle)],
@@ -35,6 +40,7 @@ export function contendedTable(results: BenchResults, index: number): Table {
   return sideBySide(results, run.byLib, [
     ['acquisitions', (r) => String(r.acquisitions)],
     ['acquisitions/s', (r) => fmt(r.acquisitionsPerSec)],
+    ['acquisitions/s, repeats min–max', (r) => `${fmt(Math.min(...r.acquisitionsPerSecRepeats))}–${fmt(Math.max(...r.acquisitionsPerSecRepeats))}`],
     ['wait p50 ms', (r) => fmtMs(r.waitP50)],
     ['wait p99 ms', (r) => fmtMs(r.waitP99)],
     ['wait max ms', (r) => fmtMs(r.waitMax)],
@@ -50,6 +56,15 @@ export function contendedTable(results: BenchResults, index: number): Table {
     ['Redis bytes out per acquisition', (r) => fmt(r.server.outputBytes / r.acquisitions, 0)],
     ['pub/sub messages per acquisition', (r) => fmt(r.client.messagesReceived / r.acquisitions)],
   ]);
+}
+
+/** The (c) reference printed under its table: what a perfect handover costs Redis. */
+export function handoverFloorLine(floor: HandoverFloorResult): string {
+  return (
+    `perfect-handover floor: ${fmt(floor.cpuUsPerAcq, 0)} µs Redis CPU per acquisition, ${fmt(floor.roundTripsPerAcq, 2)} round trips, ` +
+    `${fmt(floor.commandsPerAcq, 1)} Redis commands (${floor.acquisitions} acquisitions; the same ${floor.workers} workers and ` +
+    `${floor.sectionMs} ms section, an in-process oracle hands the key on: SET NX, hold, compare-and-delete, no waiting or polling)`
+  );
 }
 
 export function heldTable(results: BenchResults): Table {

@@ -1,5 +1,6 @@
+import { bestPerRound, pairedRatio } from '../measure/paired-ratio';
 import type { BenchResults } from './bench-results';
-import { fmt, fmtMs, Table } from './format';
+import { fmt, fmtMs, fmtRatioSpread, Table } from './format';
 
 /** One target of issue 5, as measured in this run. */
 export interface TargetCheck {
@@ -13,7 +14,9 @@ const OURS = 'ours';
 
 /**
  * The issue's targets as ratios within this one run. "Peer" means the libraries (redis-semaphore,
- * redlock, redlock-10ms); the raw floor is the (a) reference, not a peer.
+ * redlock, redlock-10ms); the raw floor is the (a) reference, not a peer. Speed targets are judged
+ * on paired ratios — ours over the reference within the same round (or repeat), median over
+ * rounds — because the shared machine's speed drifts between rounds, not within one.
  */
 export function checkTargets(results: BenchResults): TargetCheck[] {
   const checks: TargetCheck[] = [];
@@ -22,12 +25,14 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
 
   const seq = results.sequential;
   if (seq[OURS] && floor && seq[floor]) {
-    const ratio = seq[OURS].usPerCycle / seq[floor].usPerCycle;
+    const paired = pairedRatio(seq[OURS].usPerCycleRounds, seq[floor].usPerCycleRounds);
     checks.push({
       target: '(a) µs per cycle ≤ 1.1 × raw floor',
-      measured: `${fmt(seq[OURS].usPerCycle)} µs vs floor ${fmt(seq[floor].usPerCycle)} µs`,
-      ratio: `${ratio.toFixed(2)}×`,
-      pass: ratio <= 1.1,
+      measured:
+        `paired per round ${fmtRatioSpread(paired)} over ${paired.ratios.length} rounds; ` +
+        `median rounds ${fmt(seq[OURS].usPerCycle)} µs vs floor ${fmt(seq[floor].usPerCycle)} µs`,
+      ratio: `${paired.median.toFixed(2)}× (paired median)`,
+      pass: paired.median <= 1.1,
     });
     checks.push({
       target: '(a) 2 round trips per uncontended cycle',
@@ -39,13 +44,16 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
 
   const par = results.parallel;
   const bestParallel = best(peers, (n) => par[n]?.opsPerSec, Math.max);
+  const peerParallelRounds = peers.filter((n) => par[n]).map((n) => par[n].opsPerSecRounds);
   if (par[OURS] && bestParallel) {
-    const ratio = par[OURS].opsPerSec / bestParallel.value;
+    const paired = pairedRatio(par[OURS].opsPerSecRounds, bestPerRound(peerParallelRounds, Math.max));
     checks.push({
       target: '(b) ops/s ≥ best peer',
-      measured: `${fmt(par[OURS].opsPerSec, 0)} vs ${bestParallel.name} ${fmt(bestParallel.value, 0)}`,
-      ratio: `${ratio.toFixed(2)}×`,
-      pass: ratio >= 1,
+      measured:
+        `paired per round vs that round's best peer ${fmtRatioSpread(paired)} over ${paired.ratios.length} rounds; ` +
+        `median rounds ${fmt(par[OURS].opsPerSec, 0)} vs ${bestParallel.name} ${fmt(bestParallel.value, 0)}`,
+      ratio: `${paired.median.toFixed(2)}× (paired median)`,
+      pass: paired.median >= 1,
     });
   }
 
@@ -63,9 +71,11 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       const lowestCpu = best(peers, (n) => run.byLib[n]?.cpuUsPerAcq, Math.min);
       if (lowestCpu) {
         const ratio = ours.cpuUsPerAcq / lowestCpu.value;
+        // Context, not part of the rule: no lock can cost Redis less than the perfect handover here.
+        const floorNote = run.handoverFloor ? `; floor of any lock here: ${fmt(run.handoverFloor.cpuUsPerAcq, 0)} µs` : '';
         checks.push({
           target: `(c ${run.sectionMs} ms) Redis CPU per acquisition ≤ ½ lowest peer`,
-          measured: `${fmt(ours.cpuUsPerAcq, 0)} µs vs ${lowestCpu.name} ${fmt(lowestCpu.value, 0)} µs`,
+          measured: `${fmt(ours.cpuUsPerAcq, 0)} µs vs ${lowestCpu.name} ${fmt(lowestCpu.value, 0)} µs${floorNote}`,
           ratio: `${ratio.toFixed(2)}× (≤ 0.50)`,
           pass: ratio <= 0.5,
         });
@@ -78,13 +88,16 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       });
     } else {
       const bestRate = best(peers, (n) => run.byLib[n]?.acquisitionsPerSec, Math.max);
+      const peerRepeats = peers.filter((n) => run.byLib[n]).map((n) => run.byLib[n].acquisitionsPerSecRepeats);
       if (bestRate) {
-        const ratio = ours.acquisitionsPerSec / bestRate.value;
+        const paired = pairedRatio(ours.acquisitionsPerSecRepeats, bestPerRound(peerRepeats, Math.max));
         checks.push({
           target: `(c ${run.sectionMs} ms) acquisitions/s ≥ best peer`,
-          measured: `${fmt(ours.acquisitionsPerSec)} vs ${bestRate.name} ${fmt(bestRate.value)}`,
-          ratio: `${ratio.toFixed(2)}×`,
-          pass: ratio >= 1,
+          measured:
+            `paired per repeat vs that repeat's best peer ${fmtRatioSpread(paired)} over ${paired.ratios.length} repeats; ` +
+            `all repeats ${fmt(ours.acquisitionsPerSec)} vs ${bestRate.name} ${fmt(bestRate.value)}`,
+          ratio: `${paired.median.toFixed(2)}× (paired median)`,
+          pass: paired.median >= 1,
         });
       }
     }

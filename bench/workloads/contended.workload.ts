@@ -2,37 +2,96 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { LockAdapter, LockClient } from '../adapters';
 import { withFreshServer } from '../measure/bench-server';
 import { nowMs } from '../measure/clock';
+import { sumServer, sumTrips } from '../measure/aggregate';
 import { percentile } from '../measure/percentiles';
 import { RoundTripCounts, startRoundTripCount } from '../measure/round-trips';
 import { ServerDelta, startServerDelta } from '../measure/redis-server-stats';
 
-export interface ContendedResult {
+/** What a run counts; everything else in a ContendedResult is derived from these, so repeats add up. */
+interface ContendedCounts {
   workers: number;
   sectionMs: number;
   /** Wall time from start until the last worker finished (window + drain of the waiters). */
   elapsedMs: number;
   acquisitions: number;
-  acquisitionsPerSec: number;
   /** Every completed wait in ms (call → entering the section), across library give-ups. */
   waits: number[];
-  waitP50: number;
-  waitP99: number;
-  waitMax: number;
   /** Release of one holder → a DIFFERENT worker entering, in ms. */
-  handoffP50: number;
-  handoffP99: number;
-  /** Share of acquisitions taken by the worker that had just released. */
-  reacquireShare: number;
+  handoffs: number[];
+  /** Acquisitions by the worker that had just released (the other successors are the handoffs). */
+  reacquired: number;
   /** Times the library itself gave up waiting (its timeout / retry budget); the worker then asked again. */
   giveUps: number;
   overlaps: number;
-  roundTripsPerAcq: number;
-  commandsPerAcq: number;
-  cpuUsPerAcq: number;
   /** Acquisitions per worker (fairness at a glance). */
   perWorker: number[];
   client: RoundTripCounts;
   server: ServerDelta;
+}
+
+export interface ContendedResult extends ContendedCounts {
+  /** Runs merged into this result (1 for a single run). */
+  repeats: number;
+  /** Acquisitions / elapsed over all repeats. */
+  acquisitionsPerSec: number;
+  /** acquisitions/s of each repeat, in run order (aligned across libraries for paired ratios). */
+  acquisitionsPerSecRepeats: number[];
+  waitP50: number;
+  waitP99: number;
+  waitMax: number;
+  handoffP50: number;
+  handoffP99: number;
+  /** Share of acquisitions taken by the worker that had just released. */
+  reacquireShare: number;
+  roundTripsPerAcq: number;
+  commandsPerAcq: number;
+  cpuUsPerAcq: number;
+}
+
+function contendedResult(counts: ContendedCounts, acquisitionsPerSecRepeats: number[]): ContendedResult {
+  const n = counts.acquisitions;
+  return {
+    ...counts,
+    repeats: acquisitionsPerSecRepeats.length,
+    acquisitionsPerSec: n / (counts.elapsedMs / 1000),
+    acquisitionsPerSecRepeats,
+    waitP50: percentile(counts.waits, 50),
+    waitP99: percentile(counts.waits, 99),
+    waitMax: percentile(counts.waits, 100),
+    handoffP50: percentile(counts.handoffs, 50),
+    handoffP99: percentile(counts.handoffs, 99),
+    // Every acquisition but a run's first follows a release: either the releaser's again or a handoff.
+    reacquireShare: counts.reacquired / (counts.reacquired + counts.handoffs.length),
+    roundTripsPerAcq: counts.client.roundTrips / n,
+    commandsPerAcq: counts.server.commands / n,
+    cpuUsPerAcq: counts.server.cpuUs / n,
+  };
+}
+
+/**
+ * Repeats of one library at one section length as one result: counts, times and server deltas
+ * summed, waits and handoffs pooled (percentiles over all of them), per-worker counts added up.
+ */
+export function mergeContendedRepeats(repeats: readonly ContendedResult[]): ContendedResult {
+  const sum = (pick: (r: ContendedResult) => number) => repeats.reduce((n, r) => n + pick(r), 0);
+  const { workers, sectionMs } = repeats[0];
+  return contendedResult(
+    {
+      workers,
+      sectionMs,
+      elapsedMs: sum((r) => r.elapsedMs),
+      acquisitions: sum((r) => r.acquisitions),
+      waits: repeats.flatMap((r) => r.waits),
+      handoffs: repeats.flatMap((r) => r.handoffs),
+      reacquired: sum((r) => r.reacquired),
+      giveUps: sum((r) => r.giveUps),
+      overlaps: sum((r) => r.overlaps),
+      perWorker: Array.from({ length: workers }, (_, w) => sum((r) => r.perWorker[w])),
+      client: sumTrips(repeats.map((r) => r.client)),
+      server: sumServer(repeats.map((r) => r.server)),
+    },
+    repeats.flatMap((r) => r.acquisitionsPerSecRepeats),
+  );
 }
 
 const KEY = 'bench:c';
@@ -113,30 +172,24 @@ export async function runContended(
       const trips = readTrips();
       const server = await serverDelta();
 
-      const n = state.acquisitions;
-      return {
-        workers,
-        sectionMs,
-        elapsedMs,
-        acquisitions: n,
-        acquisitionsPerSec: n / (elapsedMs / 1000),
-        waits,
-        waitP50: percentile(waits, 50),
-        waitP99: percentile(waits, 99),
-        waitMax: percentile(waits, 100),
-        handoffP50: percentile(handoffs, 50),
-        handoffP99: percentile(handoffs, 99),
-        reacquireShare: n > 1 ? state.reacquired / (n - 1) : NaN,
-        giveUps: state.giveUps,
-        // Overlaps of the warm-up count too: mutual exclusion must hold always.
-        overlaps: state.overlaps,
-        roundTripsPerAcq: trips.roundTrips / n,
-        commandsPerAcq: server.commands / n,
-        cpuUsPerAcq: server.cpuUs / n,
-        perWorker,
-        client: trips,
-        server,
-      };
+      return contendedResult(
+        {
+          workers,
+          sectionMs,
+          elapsedMs,
+          acquisitions: state.acquisitions,
+          waits,
+          handoffs,
+          reacquired: state.reacquired,
+          giveUps: state.giveUps,
+          // Overlaps of the warm-up count too: mutual exclusion must hold always.
+          overlaps: state.overlaps,
+          perWorker,
+          client: trips,
+          server,
+        },
+        [state.acquisitions / (elapsedMs / 1000)],
+      );
     } finally {
       await Promise.all(clients.map((c) => c.close()));
     }
