@@ -24,6 +24,11 @@ export function runInLockContext<T>(serviceId: number, lock: Lock, fn: () => T):
   return storage.run({ lock, held }, fn);
 }
 
+/** @internal Whether any lock context is open here (most acquisitions run outside one). */
+export function insideLockContext(): boolean {
+  return storage.getStore() !== undefined;
+}
+
 /** @internal The lock of this call chain that holds `key`, if any (reentrancy). */
 export function heldInContext(serviceId: number, key: string): Lock | undefined {
   return storage.getStore()?.held.get(contextKey(serviceId, key));

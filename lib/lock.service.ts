@@ -13,7 +13,7 @@ import { normalizeKeys } from './internal/normalize-keys';
 import { newOwnerToken, newServiceId } from './internal/token';
 import type { Lease } from './lease';
 import { Lock } from './lock';
-import { heldInContext, runInLockContext } from './lock-context';
+import { heldInContext, insideLockContext, runInLockContext } from './lock-context';
 import { LockRuntime, LockStats, emptyStats } from './lock-runtime';
 import { ResolvedLockOptions, ResolvedModuleOptions, resolveLockOptions, resolveModuleOptions } from './options/resolve-options';
 import { RedisConnection, closeConnection, createRedisConnection, waitUntilReady } from './redis/redis-connection';
@@ -22,6 +22,7 @@ import { WakeChannel } from './redis/wake-channel';
 import { Watchdog } from './watchdog';
 
 let nextServiceId = 1;
+const NO_LOCKS: readonly Lock[] = Object.freeze([]);
 
 /**
  * Acquire, wait for and release distributed locks on Redis.
@@ -80,15 +81,21 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
    */
   acquire(key: string | readonly string[], options: LockOptions & { onBusy: 'fail-fast' }): Promise<Lock | null>;
   acquire(key: string | readonly string[], options?: LockOptions & { onBusy?: 'retry' | 'throw' }): Promise<Lock>;
-  async acquire(key: string | readonly string[], options?: LockOptions): Promise<Lock | null> {
-    let resolved = this.resolve(options);
-    if (options?.onBusy === undefined && resolved.onBusy === 'fail-fast') resolved = { ...resolved, onBusy: 'throw' };
+  acquire(key: string | readonly string[], options?: LockOptions): Promise<Lock | null> {
+    let resolved: ResolvedLockOptions;
     try {
-      return await this.take(key, resolved);
+      resolved = this.resolve(options);
     } catch (error) {
-      if (error instanceof LockBusyError && resolved.onBusy === 'fail-fast') return null;
-      throw error;
+      return Promise.reject(error);
     }
+    if (options?.onBusy === undefined && resolved.onBusy === 'fail-fast') resolved = { ...resolved, onBusy: 'throw' };
+    // No extra async frame on the common path: every await costs microtask turns on each acquire.
+    const taking = this.take(key, resolved);
+    if (resolved.onBusy !== 'fail-fast') return taking;
+    return taking.catch((error: unknown) => {
+      if (error instanceof LockBusyError) return null;
+      throw error;
+    });
   }
 
   /** One attempt; `null` when the key is busy. Redis trouble still throws `LockConnectionError`. */
@@ -159,18 +166,14 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
   private async take(key: string | readonly string[], options: ResolvedLockOptions): Promise<Lock> {
     const keys = normalizeKeys(key);
     if (this.shutdown.signal.aborted) throw new DistributedLockError('LockService is closed; no new locks can be acquired.');
-    const outer = new Set<Lock>();
-    const toTake: string[] = [];
-    for (const k of keys) {
-      const holder = heldInContext(this.id, k);
-      if (holder?.isHeld()) outer.add(holder);
-      else toTake.push(k);
-    }
+    let toTake: readonly string[] = keys;
+    let outer: readonly Lock[] = NO_LOCKS;
+    if (insideLockContext()) ({ toTake, outer } = this.splitReentrant(keys));
     const token = newOwnerToken(this.serviceId, options.ttl);
     const leases: Lease[] = [];
     const waitUntil = monotonicNow() + (options.onBusy === 'retry' ? options.waitTimeout : 0);
     // A multi-key lock is watched from its first lease, so keys taken early stay renewed while we wait for the rest.
-    const pending = new Lock(token, keys, leases, [...outer], options, this);
+    const pending = new Lock(token, keys, leases, outer, options, this);
     try {
       for (const k of toTake) {
         leases.push(await acquireOneKey(this.acquireContext, this.store.keysFor(k), token, options, waitUntil));
@@ -189,6 +192,18 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     this.stats.acquired++;
     this.held.add(pending);
     return pending;
+  }
+
+  /** Inside `withLock`/`@Locked`: the keys this call chain already holds are borrowed from its locks, the rest taken. */
+  private splitReentrant(keys: readonly string[]): { toTake: string[]; outer: Lock[] } {
+    const outer = new Set<Lock>();
+    const toTake: string[] = [];
+    for (const k of keys) {
+      const holder = heldInContext(this.id, k);
+      if (holder?.isHeld()) outer.add(holder);
+      else toTake.push(k);
+    }
+    return { toTake, outer: [...outer] };
   }
 
   /**

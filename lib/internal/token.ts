@@ -5,18 +5,19 @@ const POOL_SIZE = 4_096;
 const pool = Buffer.alloc(POOL_SIZE);
 let offset = POOL_SIZE;
 
-function randomBytesFromPool(size: number): Buffer {
+/** `size` fresh random bytes as base64url text, read straight out of the pool (no copy). */
+function randomText(size: number): string {
   if (offset + size > POOL_SIZE) {
     randomFillSync(pool);
     offset = 0;
   }
-  const bytes = Buffer.from(pool.subarray(offset, offset + size));
+  const text = pool.toString('base64url', offset, offset + size);
   offset += size;
-  return bytes;
+  return text;
 }
 
 /** Identifies one LockService (one process's lock client) in owner tokens and its wake channel. */
-export const newServiceId = (): string => randomBytesFromPool(9).toString('base64url');
+export const newServiceId = (): string => randomText(9);
 
 /**
  * `<service id>.<ttl>.<128 random bits>`: no two holders, processes or restarts share a token, and a
@@ -24,4 +25,4 @@ export const newServiceId = (): string => randomBytesFromPool(9).toString('base6
  * what lease it asked for. base64url has no '.'.
  */
 export const newOwnerToken = (serviceId: string, ttl: number): string =>
-  `${serviceId}.${ttl}.${randomBytesFromPool(16).toString('base64url')}`;
+  `${serviceId}.${ttl}.${randomText(16)}`;

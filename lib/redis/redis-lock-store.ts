@@ -1,8 +1,9 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { Cluster } from 'ioredis';
 import { CommandDeadlines } from '../internal/command-deadlines';
 import { toConnectionError } from '../internal/with-timeout';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
-import { LOCK_SCRIPTS, LockScriptName } from './scripts';
+import { LuaScript, ScriptRunner } from './lua-script';
+import { LOCK_SCRIPTS } from './scripts';
 import type { RedisClient } from './redis-connection';
 
 export type AcquireReply =
@@ -16,8 +17,6 @@ export interface RenewRequest {
   ttl: number;
 }
 
-type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
-
 /**
  * The one place that talks to Redis. Every method is one atomic script (one round trip), bounded
  * by `commandTimeout`, and reports transport trouble as `LockConnectionError`.
@@ -26,6 +25,7 @@ export class RedisLockStore {
   /** Prefix of every service's wake channel; the release script appends the waiter's service id. */
   readonly channelPrefix: string;
   private readonly deadlines: CommandDeadlines;
+  private readonly scripts: ScriptRunner;
 
   constructor(
     readonly client: RedisClient,
@@ -35,37 +35,29 @@ export class RedisLockStore {
   ) {
     this.channelPrefix = waiterChannelPrefix(keyPrefix);
     this.deadlines = new CommandDeadlines(commandTimeout);
-    for (const [name, definition] of Object.entries(LOCK_SCRIPTS)) {
-      // A client shared by several modules (or apps in one process) keeps one definition.
-      if (typeof (client as unknown as Record<string, unknown>)[name] !== 'function') client.defineCommand(name, definition);
-    }
+    this.scripts = new ScriptRunner(client);
   }
 
   keysFor(key: string): LockRedisKeys {
     return lockRedisKeys(this.keyPrefix, key);
   }
 
-  async acquire(keys: LockRedisKeys, token: string, ttl: number, joinQueue: boolean): Promise<AcquireReply> {
-    const reply = (await this.script('distributedLockAcquire', 'acquire', [
-      keys.lock, keys.fence, keys.queue, keys.waiters,
-      token, ttl, joinQueue ? '1' : '0', this.waiterLease,
-    ])) as [number, number, number];
-    if (Number(reply[0]) === 1) return { acquired: true, fence: Number(reply[1]), validFor: Number(reply[2]) };
-    return { acquired: false, holderTtl: Number(reply[1]), position: Number(reply[2] ?? -1) };
+  acquire(keys: LockRedisKeys, token: string, ttl: number, joinQueue: boolean): Promise<AcquireReply> {
+    const args = [keys.lock, keys.fence, keys.queue, keys.waiters, token, ttl, joinQueue ? '1' : '0', this.waiterLease];
+    return this.script(LOCK_SCRIPTS.acquire, 'acquire', args).then(acquireReply);
   }
 
-  async release(keys: LockRedisKeys, token: string): Promise<boolean> {
-    const reply = await this.script('distributedLockRelease', 'release', this.handoverArgs(keys, token));
-    return Number(reply) === 1;
+  release(keys: LockRedisKeys, token: string): Promise<boolean> {
+    return this.script(LOCK_SCRIPTS.release, 'release', this.handoverArgs(keys, token)).then(isOne);
   }
 
-  async extend(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
-    return Number(await this.script('distributedLockRenew', 'extend', [keys.lock, token, ttl])) === 1;
+  extend(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
+    return this.script(LOCK_SCRIPTS.renew, 'extend', [keys.lock, token, ttl]).then(isOne);
   }
 
   /** Leaves the queue and frees the lock if an unanswered attempt took it. Safe to send any time: owner-checked. */
   async abandon(keys: LockRedisKeys, token: string): Promise<void> {
-    await this.script('distributedLockAbandon', 'abandon', this.handoverArgs(keys, token));
+    await this.script(LOCK_SCRIPTS.abandon, 'abandon', this.handoverArgs(keys, token));
   }
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {
@@ -84,15 +76,12 @@ export class RedisLockStore {
         requests.map((r) => this.extend(r.keys, r.token, r.ttl).catch((error: unknown) => toConnectionError('renew', error))),
       );
     }
-    const pipeline = (this.client as Redis).pipeline();
-    for (const r of requests) {
-      (pipeline as unknown as Record<string, ScriptFn>).distributedLockRenew(r.keys.lock, r.token, r.ttl);
-    }
     try {
-      const results = await this.deadlines.bound('renew', () => pipeline.exec());
+      const argLists = requests.map((r) => [r.keys.lock, r.token, r.ttl]);
+      const results = await this.scripts.runPipelined(LOCK_SCRIPTS.renew, argLists, (exec) => this.deadlines.bound('renew', exec));
       return requests.map((_, i) => {
-        const [error, value] = results?.[i] ?? [new Error('no reply'), null];
-        return error ? toConnectionError('renew', error) : Number(value) === 1;
+        const [error, value] = results[i] ?? [new Error('no reply'), null];
+        return error ? toConnectionError('renew', error) : value === 1;
       });
     } catch (error) {
       const failure = toConnectionError('renew', error);
@@ -105,10 +94,18 @@ export class RedisLockStore {
     return [keys.lock, keys.fence, keys.queue, keys.waiters, token, this.channelPrefix];
   }
 
-  private script(name: LockScriptName, operation: string, args: (string | number)[]): Promise<unknown> {
-    return this.deadlines.bound(operation, () => (this.client as unknown as Record<string, ScriptFn>)[name](...args));
+  private script(script: LuaScript, operation: string, args: (string | number)[]): Promise<unknown> {
+    return this.deadlines.bound(operation, () => this.scripts.run(script, args));
   }
 }
+
+function acquireReply(raw: unknown): AcquireReply {
+  const reply = raw as [number, number, number];
+  if (reply[0] === 1) return { acquired: true, fence: Number(reply[1]), validFor: Number(reply[2]) };
+  return { acquired: false, holderTtl: Number(reply[1]), position: Number(reply[2] ?? -1) };
+}
+
+const isOne = (reply: unknown): boolean => reply === 1;
 
 function isCluster(client: RedisClient): client is Cluster {
   return (client as Cluster).isCluster === true;

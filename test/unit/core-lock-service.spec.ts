@@ -92,6 +92,47 @@ describe('LockService against a real redis-server', () => {
     });
   });
 
+  describe('script cache', () => {
+    it('sends each script in full on its first use, so no call takes the NOSCRIPT detour (which would reorder it)', async () => {
+      const own = await RedisProcess.start();
+      const a = new LockService({ redis: own.url, ttl: 300 });
+      const b = new LockService({ redis: own.url, ttl: 300 });
+      try {
+        await Promise.all([a.onModuleInit(), b.onModuleInit()]);
+        const held = await a.acquire('order:1'); // acquire
+        await expect(b.acquire('order:1', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockTimeoutError); // join, then abandon
+        const waiter = b.acquire('order:1', { waitTimeout: 5_000 });
+        await sleep(450); // watchdog renewals (pipelined) at ttl/3
+        await held.release(); // release hands over
+        await (await waiter).release();
+        expect(a.getStats().renewals).toBeGreaterThan(0);
+        const errors = await own.client().info('errorstats');
+        expect(errors).not.toMatch(/NOSCRIPT/);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+        await own.stop();
+      }
+    });
+
+    it('survives a server that forgot our scripts (SCRIPT FLUSH, as after a restart or failover): acquire, renewals, release', async () => {
+      const locks = await pool.make({ ttl: 600 });
+      const first = await locks.acquire('flush:1');
+      await first.release();
+      await client.script('FLUSH');
+      const lock = await locks.acquire('flush:1'); // EVALSHA → NOSCRIPT → EVAL
+      await client.script('FLUSH');
+      const renewalsBefore = locks.getStats().renewals;
+      await sleep(700); // past the ttl: only watchdog renewals (pipelined EVALSHA → NOSCRIPT → reload) keep it
+      expect(locks.getStats().renewals).toBeGreaterThan(renewalsBefore);
+      expect(locks.getStats().renewalErrors).toBe(0);
+      expect(lock.isHeld()).toBe(true);
+      expect(await client.get('test:{flush:1}')).toBe(lock.token);
+      await client.script('FLUSH');
+      expect(await lock.release()).toBe(true);
+      expect(await client.exists('test:{flush:1}')).toBe(0);
+    });
+  });
+
   describe('fencing tokens', () => {
     it('strictly increase per key across holders and services', async () => {
       const a = await pool.make();

@@ -1,0 +1,79 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-connection';
+
+/** What ioredis' `pipeline.exec()` resolves to: one [error, reply] per command. */
+export type PipelineResults = Array<[Error | null, unknown]>;
+
+/**
+ * A Lua script called by its SHA1. EVALSHA names the exact text, so a client shared with another
+ * copy or version of this library can never run someone else's script under our name (which a
+ * name-based `defineCommand` would allow), and it skips a layer of ioredis per call.
+ */
+export interface LuaScript {
+  readonly lua: string;
+  readonly sha: string;
+  readonly numberOfKeys: number;
+}
+
+export function luaScript(numberOfKeys: number, lua: string): LuaScript {
+  return { lua, numberOfKeys, sha: createHash('sha1').update(lua).digest('hex') };
+}
+
+/** Redis does not have the script cached (first use on this server, restart, failover, SCRIPT FLUSH). */
+export function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+type Call = (...args: (string | number)[]) => Promise<unknown>;
+
+/**
+ * Runs scripts on one client. The first call of each script goes as EVAL (the server caches it),
+ * later ones as EVALSHA. Sending EVAL first, rather than EVALSHA and EVAL after a NOSCRIPT reply,
+ * keeps every call in the order it was sent: an owner-checked clean-up sent after a release must
+ * run after it, not one round trip later behind commands sent since. Only when the server lost its
+ * cache later (restart, failover) does a call take the NOSCRIPT detour.
+ */
+export class ScriptRunner {
+  private readonly sent = new Set<LuaScript>();
+
+  constructor(private readonly client: RedisClient) {}
+
+  run(script: LuaScript, args: readonly (string | number)[]): Promise<unknown> {
+    const commands = this.client as unknown as { evalsha: Call; eval: Call };
+    if (!this.sent.has(script)) {
+      this.sent.add(script);
+      return commands.eval(script.lua, script.numberOfKeys, ...args);
+    }
+    return commands.evalsha(script.sha, script.numberOfKeys, ...args).catch((error: unknown) => {
+      if (!isNoScript(error)) throw error;
+      return commands.eval(script.lua, script.numberOfKeys, ...args);
+    });
+  }
+
+  /**
+   * `script` once per argument list, in one pipeline (one round trip, single Redis only). Commands
+   * of a pipeline run in order, so on first use the first entry goes as EVAL and caches the script
+   * for the EVALSHAs behind it; if the server lost its cache since, the round is sent again that way.
+   * `send` bounds each round trip.
+   */
+  async runPipelined(
+    script: LuaScript,
+    argLists: ReadonlyArray<readonly (string | number)[]>,
+    send: (exec: () => Promise<PipelineResults>) => Promise<PipelineResults>,
+  ): Promise<PipelineResults> {
+    const client = this.client as Redis;
+    const round = (loadFirst: boolean) => {
+      const pipeline = client.pipeline();
+      argLists.forEach((args, i) => {
+        if (i === 0 && loadFirst) pipeline.eval(script.lua, script.numberOfKeys, ...args);
+        else pipeline.evalsha(script.sha, script.numberOfKeys, ...args);
+      });
+      return send(async () => (await pipeline.exec()) ?? []);
+    };
+    const firstUse = !this.sent.has(script);
+    this.sent.add(script);
+    const results = await round(firstUse);
+    return results.some(([error]) => isNoScript(error)) ? round(true) : results;
+  }
+}
