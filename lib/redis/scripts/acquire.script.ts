@@ -6,37 +6,51 @@ import { DROP_STALE_HEADS, NEXT_FENCE, SERVER_NOW } from './lua-snippets';
  * handing out a fencing token in the same step. Finds the lock already ours when a release handed
  * it to us (see GRANT_NEXT_WAITER) and this attempt came before the notification.
  *
- * The uncontended path is GET, LINDEX, SET, INCR, PEXPIRE: no clock, no queue scan.
+ * The uncontended path is LINDEX, SET NX, INCR, PEXPIRE: no clock, no queue scan.
  *
  * KEYS: lock, fence, queue, waiters.
  * ARGV: token, ttl ms, join ('1': take or refresh a place in the queue when busy), waiter lease ms.
  * Returns {1, fence, lease ms left} when the lock is ours, else
  * {0, holder pttl (-1: free but promised to the queue head), position (0: head, 1: behind it, -1: not queued)}.
  */
-export const ACQUIRE_SCRIPT = `
+/** The lock is ours now: leave the queue if we were its head, hand out the next fencing token. */
+const TOOK_IT =
+  `
+if head then
+  redis.call('LPOP', KEYS[3])
+  redis.call('ZREM', KEYS[4], token)
+end
+` +
+  NEXT_FENCE('KEYS[2]') +
+  `
+return {1, fence, tonumber(ARGV[2])}
+`;
+
+export const ACQUIRE_SCRIPT =
+  `
 local token = ARGV[1]
+local head = redis.call('LINDEX', KEYS[3], 0)
+-- Nobody queued before us: take it if it is free (SET NX answers "free?" and takes it in one command).
+if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[2]) then
+` +
+  TOOK_IT +
+  `
+end
 local holder = redis.call('GET', KEYS[1])
 if holder == token then
   return {1, tonumber(redis.call('GET', KEYS[2]) or '-1'), redis.call('PTTL', KEYS[1])}
 end
 if not holder then
-  local head = redis.call('LINDEX', KEYS[3], 0)
-  if head and head ~= token then
+  -- Free, but promised to another waiter at the head of the queue: unless its place lapsed.
 ` +
   SERVER_NOW +
   DROP_STALE_HEADS('KEYS[3]', 'KEYS[4]', 'token') +
   `
-  end
   if not head or head == token then
     redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
-    if head then
-      redis.call('LPOP', KEYS[3])
-      redis.call('ZREM', KEYS[4], token)
-    end
 ` +
-  NEXT_FENCE('KEYS[2]') +
+  TOOK_IT +
   `
-    return {1, fence, tonumber(ARGV[2])}
   end
 end
 local pttl = -1
