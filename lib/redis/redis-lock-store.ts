@@ -44,15 +44,15 @@ export class RedisLockStore {
 
   acquire(keys: LockRedisKeys, token: string, ttl: number, joinQueue: boolean): Promise<AcquireReply> {
     const args = [keys.lock, keys.fence, keys.queue, keys.waiters, token, ttl, joinQueue ? '1' : '0', this.waiterLease];
-    return this.script(LOCK_SCRIPTS.acquire, 'acquire', args).then(acquireReply);
+    return this.script(LOCK_SCRIPTS.acquire, 'acquire', args, acquireReply);
   }
 
   release(keys: LockRedisKeys, token: string): Promise<boolean> {
-    return this.script(LOCK_SCRIPTS.release, 'release', this.handoverArgs(keys, token)).then(isOne);
+    return this.script(LOCK_SCRIPTS.release, 'release', this.handoverArgs(keys, token), isOne);
   }
 
   extend(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
-    return this.script(LOCK_SCRIPTS.renew, 'extend', [keys.lock, token, ttl]).then(isOne);
+    return this.script(LOCK_SCRIPTS.renew, 'extend', [keys.lock, token, ttl], isOne);
   }
 
   /** Leaves the queue and frees the lock if an unanswered attempt took it. Safe to send any time: owner-checked. */
@@ -94,8 +94,8 @@ export class RedisLockStore {
     return [keys.lock, keys.fence, keys.queue, keys.waiters, token, this.channelPrefix];
   }
 
-  private script(script: LuaScript, operation: string, args: (string | number)[]): Promise<unknown> {
-    return this.deadlines.bound(operation, () => this.scripts.run(script, args));
+  private script<T = unknown>(script: LuaScript, operation: string, args: (string | number)[], parse?: (reply: unknown) => T): Promise<T> {
+    return this.deadlines.bound(operation, () => this.scripts.run(script, args), parse);
   }
 }
 
