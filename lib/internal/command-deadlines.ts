@@ -24,8 +24,14 @@ export class CommandDeadlines {
   private tail?: PendingCall;
   private timer?: NodeJS.Timeout;
   private timerAt = Infinity;
+  private unsettled = 0;
 
   constructor(private readonly timeoutMs: number) {}
+
+  /** Calls sent and not settled yet. */
+  get inFlight(): number {
+    return this.unsettled;
+  }
 
   /**
    * Runs `run`; rejects with `LockConnectionError` on any failure, or when it did not settle within
@@ -39,6 +45,7 @@ export class CommandDeadlines {
         fail: () => reject(timeoutError(operation, this.timeoutMs)),
       };
       this.push(call);
+      this.unsettled++;
       let promise: Promise<R>;
       try {
         promise = run();
@@ -49,6 +56,7 @@ export class CommandDeadlines {
         (reply) => {
           if (call.settled) return;
           call.settled = true;
+          this.unsettled--;
           if (!parse) return resolve(reply as unknown as T);
           try {
             resolve(parse(reply));
@@ -59,6 +67,7 @@ export class CommandDeadlines {
         (error: unknown) => {
           if (call.settled) return;
           call.settled = true;
+          this.unsettled--;
           reject(toConnectionError(operation, error));
         },
       );
@@ -100,6 +109,7 @@ export class CommandDeadlines {
       this.head = call.next;
       if (!call.settled) {
         call.settled = true;
+        this.unsettled--;
         call.fail();
       }
     }

@@ -3,6 +3,7 @@ import { CommandDeadlines } from '../internal/command-deadlines';
 import { toConnectionError } from '../internal/with-timeout';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
 import { LuaScript, ScriptRunner } from './lua-script';
+import { WriteBatcher } from './write-batcher';
 import { LOCK_SCRIPTS } from './scripts';
 import type { RedisClient } from './redis-connection';
 
@@ -26,6 +27,7 @@ export class RedisLockStore {
   readonly channelPrefix: string;
   private readonly deadlines: CommandDeadlines;
   private readonly scripts: ScriptRunner;
+  private readonly writes: WriteBatcher;
 
   constructor(
     readonly client: RedisClient,
@@ -36,6 +38,7 @@ export class RedisLockStore {
     this.channelPrefix = waiterChannelPrefix(keyPrefix);
     this.deadlines = new CommandDeadlines(commandTimeout);
     this.scripts = new ScriptRunner(client);
+    this.writes = new WriteBatcher(client);
   }
 
   keysFor(key: string): LockRedisKeys {
@@ -95,6 +98,7 @@ export class RedisLockStore {
   }
 
   private script<T = unknown>(script: LuaScript, operation: string, args: (string | number)[], parse?: (reply: unknown) => T): Promise<T> {
+    this.writes.beforeSend(this.deadlines.inFlight > 0);
     return this.deadlines.bound(operation, () => this.scripts.run(script, args), parse);
   }
 }

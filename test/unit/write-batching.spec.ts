@@ -1,0 +1,79 @@
+/**
+ * Many lock calls at once leave in few socket writes (lib/redis/write-batcher.ts); a lone call is
+ * written at once. Writes are counted where Node hands them to the socket (`_write` for one chunk,
+ * `_writev` for a batch), on the service's own connection.
+ */
+import type { Socket } from 'node:net';
+import type Redis from 'ioredis';
+import { LockService } from '../../lib';
+import { RedisProcess, SharedRedis } from '../harness/redis-process';
+import { ServicePool } from './core-helpers';
+
+interface WriteCount {
+  flushes: number;
+  chunks: number;
+}
+
+/** Counts what reaches the socket from now on; the returned function stops counting. */
+function countWrites(service: LockService): { counted: WriteCount; stop: () => void } {
+  const socket = (service.store.client as Redis).stream as Socket & {
+    _write: (...args: unknown[]) => unknown;
+    _writev: (chunks: unknown[], cb: unknown) => unknown;
+  };
+  const counted: WriteCount = { flushes: 0, chunks: 0 };
+  const write = socket._write;
+  const writev = socket._writev;
+  socket._write = function (this: Socket, ...args: unknown[]) {
+    counted.flushes++;
+    counted.chunks++;
+    return write.apply(this, args);
+  };
+  socket._writev = function (this: Socket, chunks: unknown[], cb: unknown) {
+    counted.flushes++;
+    counted.chunks += chunks.length;
+    return writev.call(this, chunks, cb);
+  };
+  return {
+    counted,
+    stop: () => {
+      socket._write = write;
+      socket._writev = writev;
+    },
+  };
+}
+
+describe('write batching', () => {
+  let redis: SharedRedis;
+  const pool = new ServicePool(() => redis.url);
+
+  beforeAll(async () => {
+    redis = await RedisProcess.shared();
+  });
+  afterEach(() => pool.closeAll());
+  afterAll(() => redis.stop());
+
+  it('a lone acquire and release are written at once, one write each', async () => {
+    const locks = await pool.make();
+    await (await locks.acquire('batch:warm')).release(); // first use sends the scripts in full
+    const { counted, stop } = countWrites(locks);
+    const lock = await locks.acquire('batch:lone');
+    await lock.release();
+    stop();
+    expect(counted).toEqual({ flushes: 2, chunks: 2 });
+  });
+
+  it('64 locks taken and released at once leave in a few batched writes, and every one worked', async () => {
+    const locks = await pool.make();
+    await (await locks.acquire('batch:warm')).release();
+    const { counted, stop } = countWrites(locks);
+    const keys = Array.from({ length: 64 }, (_, i) => `batch:${i}`);
+    const held = await Promise.all(keys.map((k) => locks.acquire(k)));
+    const released = await Promise.all(held.map((l) => l.release()));
+    stop();
+    expect(released.every(Boolean)).toBe(true);
+    expect(held.map((l) => l.key)).toEqual(keys);
+    expect(counted.chunks).toBe(128);
+    // The first acquire goes out alone (nothing in flight yet); the rest of each burst rides along.
+    expect(counted.flushes).toBeLessThanOrEqual(8);
+  });
+});
