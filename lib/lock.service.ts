@@ -179,7 +179,8 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
         leases.push(await acquireOneKey(this.acquireContext, this.store.keysFor(k), token, options, waitUntil));
         this.watchdog.track(pending);
       }
-      if (toTake.length > 0 && !pending.isHeld()) {
+      // One key alone was just checked against its deadline (validLease); several may have aged while we waited for the rest.
+      if (toTake.length > 0 && (toTake.length > 1 || outer.length > 0) && !pending.isHeld()) {
         throw new LockConnectionError(`The first keys of "${keys.join('", "')}" expired while waiting for the rest.`, 'acquire');
       }
     } catch (error) {

@@ -120,7 +120,7 @@ export class Lock implements AsyncDisposable {
     this.runtime.watchdog.untrack(this);
     this.end(RELEASED);
     if (this.leases.length === 0) return !wasLost && this.outer.every((o) => o.isHeld());
-    const keepFor = Math.ceil(this.options.minHold - (monotonicNow() - this.heldSince));
+    const keepFor = this.options.minHold > 0 ? Math.ceil(this.options.minHold - (monotonicNow() - this.heldSince)) : 0;
     let ok: boolean;
     try {
       if (keepFor > 0 && !wasLost) ok = await this.shortenTo(keepFor);

@@ -35,9 +35,15 @@ export class CommandDeadlines {
 
   /**
    * Runs `run`; rejects with `LockConnectionError` on any failure, or when it did not settle within
-   * the timeout. `parse` turns the reply into the result in the same step (no extra promise per call).
+   * the timeout. `parse` turns the reply into the result in the same step, and a failure that
+   * `retryIf` accepts runs `run(1)` once, within the same deadline (no extra promise per call for either).
    */
-  bound<R, T = R>(operation: string, run: () => Promise<R>, parse?: (reply: R) => T): Promise<T> {
+  bound<R, T = R>(
+    operation: string,
+    run: (attempt: number) => Promise<R>,
+    parse?: (reply: R) => T,
+    retryIf?: (error: unknown) => boolean,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const call: PendingCall = {
         deadline: monotonicNow() + this.timeoutMs,
@@ -46,31 +52,34 @@ export class CommandDeadlines {
       };
       this.push(call);
       this.unsettled++;
-      let promise: Promise<R>;
-      try {
-        promise = run();
-      } catch (error) {
-        promise = Promise.reject(error);
-      }
-      promise.then(
-        (reply) => {
-          if (call.settled) return;
-          call.settled = true;
-          this.unsettled--;
-          if (!parse) return resolve(reply as unknown as T);
-          try {
-            resolve(parse(reply));
-          } catch (error) {
-            reject(error);
-          }
-        },
-        (error: unknown) => {
-          if (call.settled) return;
-          call.settled = true;
-          this.unsettled--;
-          reject(toConnectionError(operation, error));
-        },
-      );
+      const onReply = (reply: R) => {
+        if (call.settled) return;
+        call.settled = true;
+        this.unsettled--;
+        if (!parse) return resolve(reply as unknown as T);
+        try {
+          resolve(parse(reply));
+        } catch (error) {
+          reject(error);
+        }
+      };
+      const onError = (error: unknown, attempt: number) => {
+        if (call.settled) return;
+        if (attempt === 0 && retryIf?.(error)) return send(1);
+        call.settled = true;
+        this.unsettled--;
+        reject(toConnectionError(operation, error));
+      };
+      const send = (attempt: number) => {
+        let promise: Promise<R>;
+        try {
+          promise = run(attempt);
+        } catch (error) {
+          promise = Promise.reject(error);
+        }
+        promise.then(onReply, (error: unknown) => onError(error, attempt));
+      };
+      send(0);
     });
   }
 

@@ -39,16 +39,17 @@ export class ScriptRunner {
 
   constructor(private readonly client: RedisClient) {}
 
-  run(script: LuaScript, args: readonly (string | number)[]): Promise<unknown> {
+  /**
+   * Attempt 0: EVAL on first use, else EVALSHA. Attempt 1 (after `isNoScript`: the server lost its
+   * cache): EVAL. The caller decides on the retry, so a call costs no extra promise for it.
+   */
+  run(script: LuaScript, args: readonly (string | number)[], attempt = 0): Promise<unknown> {
     const commands = this.client as unknown as { evalsha: Call; eval: Call };
-    if (!this.sent.has(script)) {
+    if (attempt > 0 || !this.sent.has(script)) {
       this.sent.add(script);
       return commands.eval(script.lua, script.numberOfKeys, ...args);
     }
-    return commands.evalsha(script.sha, script.numberOfKeys, ...args).catch((error: unknown) => {
-      if (!isNoScript(error)) throw error;
-      return commands.eval(script.lua, script.numberOfKeys, ...args);
-    });
+    return commands.evalsha(script.sha, script.numberOfKeys, ...args);
   }
 
   /**

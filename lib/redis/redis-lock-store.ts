@@ -2,7 +2,7 @@ import type { Cluster } from 'ioredis';
 import { CommandDeadlines } from '../internal/command-deadlines';
 import { toConnectionError } from '../internal/with-timeout';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
-import { LuaScript, ScriptRunner } from './lua-script';
+import { isNoScript, LuaScript, ScriptRunner } from './lua-script';
 import { WriteBatcher } from './write-batcher';
 import { LOCK_SCRIPTS } from './scripts';
 import type { RedisClient } from './redis-connection';
@@ -99,7 +99,7 @@ export class RedisLockStore {
 
   private script<T = unknown>(script: LuaScript, operation: string, args: (string | number)[], parse?: (reply: unknown) => T): Promise<T> {
     this.writes.beforeSend(this.deadlines.inFlight > 0);
-    return this.deadlines.bound(operation, () => this.scripts.run(script, args), parse);
+    return this.deadlines.bound(operation, (attempt) => this.scripts.run(script, args, attempt), parse, isNoScript);
   }
 }
 

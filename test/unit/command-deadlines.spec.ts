@@ -26,6 +26,34 @@ describe('CommandDeadlines', () => {
     await expect(thrown).rejects.toBeInstanceOf(LockConnectionError);
   });
 
+  it('parses the reply in the same step, and runs a call once more when retryIf accepts its first failure', async () => {
+    const bounds = new CommandDeadlines(200);
+    await expect(bounds.bound('acquire', async () => '7', Number)).resolves.toBe(7);
+    const attempts: number[] = [];
+    const noScript = (e: unknown) => e instanceof Error && e.message.startsWith('NOSCRIPT');
+    const recovered = bounds.bound(
+      'release',
+      async (attempt) => {
+        attempts.push(attempt);
+        if (attempt === 0) throw new Error('NOSCRIPT No matching script.');
+        return 1;
+      },
+      undefined,
+      noScript,
+    );
+    await expect(recovered).resolves.toBe(1);
+    expect(attempts).toEqual([0, 1]);
+    // Only once: a second failure is the answer.
+    const twice = bounds.bound('release', async () => Promise.reject(new Error('NOSCRIPT still')), undefined, noScript);
+    await expect(twice).rejects.toThrow(/release failed: NOSCRIPT still/);
+    // Other errors are not retried.
+    let calls = 0;
+    const other = bounds.bound('extend', async () => ((calls++, Promise.reject(new Error('READONLY')))), undefined, noScript);
+    await expect(other).rejects.toBeInstanceOf(LockConnectionError);
+    expect(calls).toBe(1);
+    expect(bounds.inFlight).toBe(0);
+  });
+
   it('fails only the calls that did not settle in time, each at its own deadline, whatever the order they settle in', async () => {
     const bounds = new CommandDeadlines(150);
     const a = deferred<string>();
