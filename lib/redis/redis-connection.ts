@@ -23,7 +23,7 @@ export function isRedisClient(value: unknown): value is RedisClient {
  * ioredis defaults keep a command pending for many seconds when Redis is down, and replay in-flight
  * commands after a reconnect, which could take a lock for nobody long after the caller was told it
  * failed. Connections we own therefore fail fast and never replay. Every call is bounded by our own
- * timeout (lib/internal/with-timeout.ts), not ioredis' `commandTimeout`: after a process pause,
+ * timeout (lib/internal/command-deadlines.ts), not ioredis' `commandTimeout`: after a process pause,
  * ioredis' timer would fail a command whose reply is already waiting in the socket.
  */
 export function connectionDefaults(commandTimeout: number): RedisOptions {

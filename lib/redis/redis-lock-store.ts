@@ -1,6 +1,6 @@
 import type { Cluster } from 'ioredis';
 import { CommandDeadlines } from '../internal/command-deadlines';
-import { toConnectionError } from '../internal/with-timeout';
+import { toConnectionError } from '../internal/connection-errors';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
 import { isNoScript, LuaScript, ScriptRunner } from './lua-script';
 import { WriteBatcher } from './write-batcher';

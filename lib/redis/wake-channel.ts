@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { withTimeout } from '../internal/with-timeout';
+import { CommandDeadlines } from '../internal/command-deadlines';
 import { RedisClient, waitUntilReady } from './redis-connection';
 
 /** A release handed the lock to this waiter: its fencing token and the lease (ms) it was given. */
@@ -25,6 +25,7 @@ export class WakeChannel {
   private closed = false;
   private readonly onClose: Promise<void>;
   private signalClosed!: () => void;
+  private readonly deadlines: CommandDeadlines;
 
   constructor(
     private readonly source: RedisClient,
@@ -33,6 +34,7 @@ export class WakeChannel {
     private readonly logger: Logger,
   ) {
     this.onClose = new Promise<void>((resolve) => (this.signalClosed = resolve));
+    this.deadlines = new CommandDeadlines(commandTimeout);
   }
 
   /** True once Redis acknowledged the subscription: from then on a release reaches registered waiters. */
@@ -73,7 +75,7 @@ export class WakeChannel {
 
   private subscribe(): Promise<void> {
     const connection = this.connect();
-    return withTimeout('subscribe', this.commandTimeout, async () => {
+    return this.deadlines.bound('subscribe', async () => {
       // Our own connections do not queue commands while connecting, so wait for the handshake first.
       if (!(await waitUntilReady(connection, this.commandTimeout))) throw new Error('subscriber connection not ready');
       await connection.subscribe(this.name);

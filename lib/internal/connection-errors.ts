@@ -1,0 +1,21 @@
+import { DistributedLockError } from '../errors/distributed-lock.error';
+import { LockConnectionError } from '../errors/lock-connection.error';
+
+/** A Redis call that did not settle within its bound (see CommandDeadlines). */
+export function timeoutError(operation: string, timeoutMs: number): LockConnectionError {
+  return new LockConnectionError(
+    `Redis did not answer ${operation} within ${timeoutMs} ms (unreachable, frozen or overloaded). The lock state is unknown; nothing ran under it.`,
+    operation,
+  );
+}
+
+/**
+ * Every failure of the transport or server becomes a `LockConnectionError` (never "busy"): closed
+ * connection, refused, frozen server, READONLY after a failover, LOADING, CLUSTERDOWN — the lock
+ * state is unknown in all of them. Our own errors pass through unchanged.
+ */
+export function toConnectionError(operation: string, error: unknown): Error {
+  if (error instanceof DistributedLockError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new LockConnectionError(`Redis ${operation} failed: ${message}. Check that Redis is reachable; the lock state is unknown.`, operation, { cause: error });
+}
