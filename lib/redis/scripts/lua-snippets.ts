@@ -9,7 +9,7 @@
  */
 
 /** How long a fencing counter outlives its last acquire (ms); see NEXT_FENCE for why expiring it is safe. */
-export const FENCE_RETENTION_MS = 3_600_000;
+const FENCE_RETENTION_MS = 3_600_000;
 
 /** `now_ms` from the server clock: lease math never uses a client clock. */
 export const SERVER_NOW = `
