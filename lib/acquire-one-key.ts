@@ -43,17 +43,21 @@ export async function acquireOneKey(
   let attempts = 0;
   let wake: (() => void) | undefined;
   // A release hands the lock to the head of the queue and says so on another connection, which can
-  // be read before the reply of the attempt that queued us: the listener is registered before the
-  // first attempt, and a handover that arrives while an attempt is on the wire is kept for the next step.
+  // be read before the reply of the attempt that queued us, so the listener must be registered before
+  // that attempt is sent, and a handover that arrives while an attempt is on the wire is kept for the
+  // next step. Until the service's subscription is confirmed no message can reach us, and an attempt
+  // sent before then is followed by an immediate retry that finds a lock handed to us (see below):
+  // so a service that never waited registers nothing on its (uncontended) acquires.
   let handover: Handover | undefined;
   // Sent before the release that handed us the lock ran (it answered "busy"): a safe start for that lease.
   let lastBusySentAt = started;
-  const unregister = waits
-    ? ctx.wakeChannel.register(token, (h) => {
-        handover = h;
-        wake?.();
-      })
-    : undefined;
+  let unregister: (() => void) | undefined;
+  const listen = () => {
+    unregister ??= ctx.wakeChannel.register(token, (h) => {
+      handover = h;
+      wake?.();
+    });
+  };
   let queued = false;
   try {
     for (;;) {
@@ -64,10 +68,11 @@ export async function acquireOneKey(
       if (ctx.shutdown.aborted) throw new DistributedLockError(`LockService is shutting down; lock "${keys.key}" was not acquired.`);
       attempts++;
       const subscribedAtSend = ctx.wakeChannel.subscribed;
+      if (waits && subscribedAtSend) listen();
       const sentAt = monotonicNow();
       let reply;
       try {
-        reply = await ctx.store.acquire(keys, token, options.ttl, waits);
+        reply = await ctx.store.acquire(keys, token, options.ttl, waits, attempts > 1);
       } catch (error) {
         // The attempt may have reached Redis even though we saw no answer: take back anything it did.
         abandonQuietly(ctx, keys, token);
@@ -86,6 +91,7 @@ export async function acquireOneKey(
       lastBusySentAt = sentAt;
       queued = reply.position >= 0;
       if (!waits) throw new LockBusyError(keys.key, reply.holderTtl);
+      listen();
       if (handover) continue;
       const remaining = waitUntil - monotonicNow();
       if (remaining <= 0) throw new LockTimeoutError(keys.key, monotonicNow() - started, attempts);

@@ -45,8 +45,17 @@ export class RedisLockStore {
     return lockRedisKeys(this.keyPrefix, key);
   }
 
-  acquire(keys: LockRedisKeys, token: string, ttl: number, joinQueue: boolean): Promise<AcquireReply> {
-    const args = [keys.lock, keys.fence, keys.queue, keys.waiters, token, ttl, joinQueue ? '1' : '0', this.waiterLease];
+  /**
+   * `joinQueue`: take (or refresh) a place in the key's queue when busy. `retry`: an earlier attempt
+   * with this token queued it, so a release may already have handed the lock over.
+   */
+  acquire(keys: LockRedisKeys, token: string, ttl: number, joinQueue: boolean, retry: boolean): Promise<AcquireReply> {
+    const args: (string | number)[] = [keys.lock, keys.fence, keys.queue, keys.waiters, token, ttl];
+    // Only a queued token can be retried (an attempt that does not queue is never repeated).
+    if (joinQueue) {
+      args.push(this.waiterLease);
+      if (retry) args.push('1');
+    }
     return this.script(LOCK_SCRIPTS.acquire, 'acquire', args, acquireReply);
   }
 

@@ -3,13 +3,17 @@ import { DROP_STALE_HEADS, NEXT_FENCE, SERVER_NOW } from './lua-snippets';
 /**
  * One atomic attempt. Takes the lock when it is free and nobody live queued before us (FIFO: a
  * releasing client cannot barge past the waiters), setting owner token and expiry in one SET and
- * handing out a fencing token in the same step. Finds the lock already ours when a release handed
- * it to us (see GRANT_NEXT_WAITER) and this attempt came before the notification.
+ * handing out a fencing token in the same step. On a retry, finds the lock already ours when a
+ * release handed it to us (see GRANT_NEXT_WAITER) and this attempt came before the notification.
  *
- * The uncontended path is LINDEX, SET NX, INCR, PEXPIRE: no clock, no queue scan.
+ * Every command here runs on every lock operation, so each path does only what it needs: the
+ * uncontended one is LINDEX, SET NX, INCR (no clock, no queue scan); a first attempt on a busy key
+ * skips the "handed to us?" check (a fresh token was never queued) and derives its queue position
+ * from the head it already read.
  *
  * KEYS: lock, fence, queue, waiters.
- * ARGV: token, ttl ms, join ('1': take or refresh a place in the queue when busy), waiter lease ms.
+ * ARGV: token, ttl ms, [waiter lease ms: take or refresh a place in the queue when busy],
+ *       [retry: '1' when an earlier attempt of this token queued it].
  * Returns {1, fence, lease ms left} when the lock is ours, else
  * {0, holder pttl (-1: free but promised to the queue head), position (0: head, 1: behind it, -1: not queued)}.
  */
@@ -36,11 +40,11 @@ if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX',
   TOOK_IT +
   `
 end
-local holder = redis.call('GET', KEYS[1])
-if holder == token then
+if ARGV[4] and redis.call('GET', KEYS[1]) == token then
   return {1, tonumber(redis.call('GET', KEYS[2]) or '-1'), redis.call('PTTL', KEYS[1])}
 end
-if not holder then
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl == -2 then
   -- Free, but promised to another waiter at the head of the queue: unless its place lapsed.
 ` +
   SERVER_NOW +
@@ -52,19 +56,18 @@ if not holder then
   TOOK_IT +
   `
   end
+  pttl = -1
 end
-local pttl = -1
-if holder then pttl = redis.call('PTTL', KEYS[1]) end
-if ARGV[3] ~= '1' then return {0, pttl, -1} end
+if not ARGV[3] then return {0, pttl, -1} end
 ` +
   SERVER_NOW +
   `
-local lease = tonumber(ARGV[4])
+local lease = tonumber(ARGV[3])
 if redis.call('ZADD', KEYS[4], now_ms + lease, token) == 1 then
   redis.call('RPUSH', KEYS[3], token)
 end
 redis.call('PEXPIRE', KEYS[3], lease * 2)
 redis.call('PEXPIRE', KEYS[4], lease * 2)
-if redis.call('LINDEX', KEYS[3], 0) == token then return {0, pttl, 0} end
+if not head or head == token then return {0, pttl, 0} end
 return {0, pttl, 1}
 `;

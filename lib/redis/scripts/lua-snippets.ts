@@ -8,7 +8,10 @@
  * scan and no string formatting; only waiting pays for the queue.
  */
 
-/** How long a fencing counter outlives its last acquire (ms); see NEXT_FENCE for why expiring it is safe. */
+/**
+ * How long a fencing counter lives after it was seeded (ms). Only how often a busy key's tokens jump
+ * depends on it, never their order (see NEXT_FENCE); an unused key's counter is gone after it.
+ */
 const FENCE_RETENTION_MS = 3_600_000;
 
 /** `now_ms` from the server clock: lease math never uses a client clock. */
@@ -19,12 +22,14 @@ local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 /**
  * The next fencing token of the key, as the Lua number `fence`. Strictly increasing per key: INCR of
- * the stored last one. When the counter is missing (first use, expired after an hour unused, or lost
- * by a restart without persistence) it is seeded with the server clock in µs, which is above every
- * token handed out before: each of those was at most the clock at its seeding plus one per
- * acquisition since, and acquisitions run more than a µs apart. So fences keep increasing across a
- * lost counter as long as the server clock does not step back. Refreshing the retention on every
- * acquisition keeps a counter in use from ever being reseeded.
+ * the stored last one. When the counter is missing (first use, an hour after it was seeded, or lost
+ * by a restart without persistence or an eviction) it is seeded with the server clock in µs, with
+ * FENCE_RETENTION_MS to live. That seed is above every token handed out before: each of those was
+ * at most the clock at its seeding plus one per acquisition since, and acquisitions run more than a
+ * µs apart, so no token ever exceeds the clock at the moment it was handed out. Fences therefore keep
+ * increasing across a lost counter as long as the server clock does not step back, and the counter's
+ * lifetime needs no refreshing (one command less on every acquisition): a busy key's tokens just
+ * jump once an hour.
  */
 export const NEXT_FENCE = (fenceKey: string) => `
 local fence = redis.call('INCR', ${fenceKey})
@@ -32,8 +37,6 @@ if fence == 1 then
   local seed = redis.call('TIME')
   fence = tonumber(seed[1]) * 1000000 + tonumber(seed[2])
   redis.call('SET', ${fenceKey}, string.format('%.0f', fence), 'PX', ${FENCE_RETENTION_MS})
-else
-  redis.call('PEXPIRE', ${fenceKey}, ${FENCE_RETENTION_MS})
 end
 `;
 
