@@ -7,7 +7,7 @@ import { interruptibleDelay } from './internal/sleep';
 import { Lease, newLease } from './lease';
 import type { ResolvedLockOptions } from './options/resolve-options';
 import type { LockRedisKeys } from './redis/lock-redis-keys';
-import type { RedisLockStore } from './redis/redis-lock-store';
+import type { AcquireReply, RedisLockStore } from './redis/redis-lock-store';
 import type { Handover, WakeChannel } from './redis/wake-channel';
 
 export interface AcquireContext {
@@ -30,88 +30,161 @@ export interface AcquireContext {
  * crashed, or a waiter the lock was handed to died), everyone refreshes their place every
  * third of `waiterLease`, and without a confirmed subscription waiters poll with exponential
  * backoff and full jitter, capped by the holder's remaining lease.
+ *
+ * The first attempt is a plain promise chain: an uncontended acquire (the common case) costs one
+ * script call and no async frame of its own; only a busy key enters the waiting loop.
  */
-export async function acquireOneKey(
+export function acquireOneKey(
   ctx: AcquireContext,
   keys: LockRedisKeys,
   token: string,
   options: ResolvedLockOptions,
   waitUntil: number,
 ): Promise<Lease> {
+  if (ctx.shutdown.aborted) return Promise.reject(shuttingDown(keys));
   const waits = options.onBusy === 'retry';
-  const started = monotonicNow();
-  let attempts = 0;
-  let wake: (() => void) | undefined;
   // A release hands the lock to the head of the queue and says so on another connection, which can
-  // be read before the reply of the attempt that queued us, so the listener must be registered before
-  // that attempt is sent, and a handover that arrives while an attempt is on the wire is kept for the
-  // next step. Until the service's subscription is confirmed no message can reach us, and an attempt
-  // sent before then is followed by an immediate retry that finds a lock handed to us (see below):
-  // so a service that never waited registers nothing on its (uncontended) acquires.
-  let handover: Handover | undefined;
-  // Sent before the release that handed us the lock ran (it answered "busy"): a safe start for that lease.
-  let lastBusySentAt = started;
-  let unregister: (() => void) | undefined;
-  const listen = () => {
-    unregister ??= ctx.wakeChannel.register(token, (h) => {
-      handover = h;
-      wake?.();
+  // be read before the reply of the attempt that queued us, so the listener must be registered
+  // before that attempt is sent. Until the service's subscription is confirmed no message can reach
+  // us, and an attempt sent before then is followed by an immediate retry that finds a lock handed
+  // to us (see waitForTurn): so a service that never waited registers nothing on its acquires.
+  const subscribedAtSend = ctx.wakeChannel.subscribed;
+  const listener = waits && subscribedAtSend ? new HandoverListener(ctx.wakeChannel, token) : undefined;
+  const sentAt = monotonicNow();
+  return ctx.store.acquire(keys, token, options.ttl, waits, false).then(
+    (reply) => {
+      if (reply.acquired) {
+        listener?.stop();
+        return grantedLease(ctx, keys, token, options.ttl, reply, sentAt);
+      }
+      if (!waits) {
+        listener?.stop();
+        throw new LockBusyError(keys.key, reply.holderTtl);
+      }
+      const turn = { listener: listener ?? new HandoverListener(ctx.wakeChannel, token), reply, sentAt, subscribedAtSend };
+      return waitForTurn(ctx, keys, token, options, waitUntil, turn);
+    },
+    (error: unknown) => {
+      listener?.stop();
+      // The attempt may have reached Redis even though we saw no answer: take back anything it did.
+      abandonQuietly(ctx, keys, token);
+      throw error;
+    },
+  );
+}
+
+/** Hears the handover of the lock to `token` (a message on the service's wake channel), from construction to `stop()`. */
+class HandoverListener {
+  handover?: Handover;
+  /** Ends the current pause early. */
+  wake?: () => void;
+  private readonly unregister: () => void;
+
+  constructor(channel: WakeChannel, token: string) {
+    this.unregister = channel.register(token, (handover) => {
+      this.handover = handover;
+      this.wake?.();
     });
-  };
-  let queued = false;
+  }
+
+  stop(): void {
+    this.unregister();
+  }
+}
+
+interface FirstBusyAttempt {
+  listener: HandoverListener;
+  /** The busy reply of the first attempt (it queued us). */
+  reply: Extract<AcquireReply, { acquired: false }>;
+  sentAt: number;
+  subscribedAtSend: boolean;
+}
+
+/** After a busy first attempt: waits in the queue, woken by the handover or a safety-net timer, until taken or timed out. */
+async function waitForTurn(
+  ctx: AcquireContext,
+  keys: LockRedisKeys,
+  token: string,
+  options: ResolvedLockOptions,
+  waitUntil: number,
+  first: FirstBusyAttempt,
+): Promise<Lease> {
+  const { listener } = first;
+  const started = first.sentAt;
+  let { reply, sentAt, subscribedAtSend } = first;
+  let attempts = 1;
+  // Sent before the release that handed us the lock ran (it answered "busy"): a safe start for that lease.
+  let lastBusySentAt = sentAt;
+  let queued = reply.position >= 0;
   try {
     for (;;) {
+      // `reply` is busy here, and queued us.
+      if (!listener.handover) {
+        const remaining = waitUntil - monotonicNow();
+        if (remaining <= 0) throw new LockTimeoutError(keys.key, monotonicNow() - started, attempts);
+        // The service subscribes once, at its first wait (uncontended acquires stay one round trip).
+        // If that happened only after our attempt was sent, a release in between went unheard: retry now.
+        const retryNow = !subscribedAtSend && (await ctx.wakeChannel.ensureSubscribed());
+        if (!retryNow && !listener.handover) {
+          const delay = nextDelay(reply.holderTtl, reply.position, attempts, ctx.wakeChannel.subscribed, options, ctx.waiterLease);
+          const pause = interruptibleDelay(Math.min(delay, remaining), ctx.shutdown);
+          listener.wake = pause.wake;
+          await pause.promise;
+          listener.wake = undefined;
+        }
+      }
+      const handover = listener.handover;
       if (handover) {
         queued = false;
         return validLease(ctx, keys, token, newLease(keys, handover.fence, options.ttl, lastBusySentAt, handover.validFor), lastBusySentAt);
       }
-      if (ctx.shutdown.aborted) throw new DistributedLockError(`LockService is shutting down; lock "${keys.key}" was not acquired.`);
+      if (ctx.shutdown.aborted) throw shuttingDown(keys);
       attempts++;
-      const subscribedAtSend = ctx.wakeChannel.subscribed;
-      if (waits && subscribedAtSend) listen();
-      const sentAt = monotonicNow();
-      let reply;
+      subscribedAtSend = ctx.wakeChannel.subscribed;
+      sentAt = monotonicNow();
+      let next: AcquireReply;
       try {
-        reply = await ctx.store.acquire(keys, token, options.ttl, waits, attempts > 1);
+        next = await ctx.store.acquire(keys, token, options.ttl, true, true);
       } catch (error) {
         // The attempt may have reached Redis even though we saw no answer: take back anything it did.
         abandonQuietly(ctx, keys, token);
         queued = false;
         throw error;
       }
-      if (reply.acquired) {
+      if (next.acquired) {
         queued = false;
-        if (!(reply.fence > 0)) {
-          // Only possible when Redis evicted the fencing counter under a lock it kept (an eviction policy other than noeviction).
-          abandonQuietly(ctx, keys, token);
-          throw new LockConnectionError(`Redis holds "${keys.key}" for us but lost its fencing counter (evicted? use maxmemory-policy noeviction); the lock was given back.`, 'acquire');
-        }
-        return validLease(ctx, keys, token, newLease(keys, reply.fence, options.ttl, sentAt, reply.validFor), sentAt);
+        return grantedLease(ctx, keys, token, options.ttl, next, sentAt);
       }
+      reply = next;
       lastBusySentAt = sentAt;
       queued = reply.position >= 0;
-      if (!waits) throw new LockBusyError(keys.key, reply.holderTtl);
-      listen();
-      if (handover) continue;
-      const remaining = waitUntil - monotonicNow();
-      if (remaining <= 0) throw new LockTimeoutError(keys.key, monotonicNow() - started, attempts);
-      // The service subscribes once, at its first wait (uncontended acquires stay one round trip).
-      // If that happened only after our attempt was sent, a release in between went unheard: retry now.
-      if (!subscribedAtSend && (await ctx.wakeChannel.ensureSubscribed())) continue;
-      if (handover) continue;
-      const delay = nextDelay(reply.holderTtl, reply.position, attempts, ctx.wakeChannel.subscribed, options, ctx.waiterLease);
-      const pause = interruptibleDelay(Math.min(delay, remaining), ctx.shutdown);
-      wake = pause.wake;
-      await pause.promise;
-      wake = undefined;
     }
   } catch (error) {
     if (queued) abandonQuietly(ctx, keys, token);
     throw error;
   } finally {
-    unregister?.();
+    listener.stop();
   }
 }
+
+/** The lease an attempt that took the lock was granted; gives the lock back and throws when it cannot be used. */
+function grantedLease(
+  ctx: AcquireContext,
+  keys: LockRedisKeys,
+  token: string,
+  ttl: number,
+  reply: Extract<AcquireReply, { acquired: true }>,
+  sentAt: number,
+): Lease {
+  if (!(reply.fence > 0)) {
+    // Only possible when Redis evicted the fencing counter under a lock it kept (an eviction policy other than noeviction).
+    abandonQuietly(ctx, keys, token);
+    throw new LockConnectionError(`Redis holds "${keys.key}" for us but lost its fencing counter (evicted? use maxmemory-policy noeviction); the lock was given back.`, 'acquire');
+  }
+  return validLease(ctx, keys, token, newLease(keys, reply.fence, ttl, sentAt, reply.validFor), sentAt);
+}
+
+const shuttingDown = (keys: LockRedisKeys) => new DistributedLockError(`LockService is shutting down; lock "${keys.key}" was not acquired.`);
 
 /** A lease whose validity already ran out (Redis answered too late) counts as failed and is given back. */
 function validLease(ctx: AcquireContext, keys: LockRedisKeys, token: string, lease: Lease, since: number): Lease {

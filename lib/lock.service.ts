@@ -163,25 +163,46 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     return resolveLockOptions(this.settings.defaults, options, 'options');
   }
 
-  private async take(key: string | readonly string[], options: ResolvedLockOptions): Promise<Lock> {
-    const keys = normalizeKeys(key);
-    if (this.shutdown.signal.aborted) throw new DistributedLockError('LockService is closed; no new locks can be acquired.');
+  private take(key: string | readonly string[], options: ResolvedLockOptions): Promise<Lock> {
+    let keys: string[];
+    try {
+      keys = normalizeKeys(key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.shutdown.signal.aborted) return Promise.reject(new DistributedLockError('LockService is closed; no new locks can be acquired.'));
     let toTake: readonly string[] = keys;
     let outer: readonly Lock[] = NO_LOCKS;
     if (insideLockContext()) ({ toTake, outer } = this.splitReentrant(keys));
     const token = newOwnerToken(this.serviceId, options.ttl);
     const leases: Lease[] = [];
     const waitUntil = monotonicNow() + (options.onBusy === 'retry' ? options.waitTimeout : 0);
-    // A multi-key lock is watched from its first lease, so keys taken early stay renewed while we wait for the rest.
     const pending = new Lock(token, keys, leases, outer, options, this);
+    if (toTake.length !== 1 || outer.length > 0) return this.takeEach(pending, toTake, leases, waitUntil);
+    // One key, nothing borrowed (the common case): a plain promise chain, no async frame.
+    return acquireOneKey(this.acquireContext, this.store.keysFor(toTake[0]), token, options, waitUntil).then(
+      (lease) => {
+        leases.push(lease);
+        return this.adopt(pending);
+      },
+      (error: unknown) => {
+        this.countFailure(error);
+        throw error;
+      },
+    );
+  }
+
+  /** Several keys (or some borrowed): taken one by one in canonical order, all or nothing. */
+  private async takeEach(pending: Lock, toTake: readonly string[], leases: Lease[], waitUntil: number): Promise<Lock> {
     try {
       for (const k of toTake) {
-        leases.push(await acquireOneKey(this.acquireContext, this.store.keysFor(k), token, options, waitUntil));
+        leases.push(await acquireOneKey(this.acquireContext, this.store.keysFor(k), pending.token, pending.options, waitUntil));
+        // Watched from its first lease, so keys taken early stay renewed while we wait for the rest.
         this.watchdog.track(pending);
       }
-      // One key alone was just checked against its deadline (validLease); several may have aged while we waited for the rest.
-      if (toTake.length > 0 && (toTake.length > 1 || outer.length > 0) && !pending.isHeld()) {
-        throw new LockConnectionError(`The first keys of "${keys.join('", "')}" expired while waiting for the rest.`, 'acquire');
+      // Keys taken early (and borrowed ones) may have aged while we waited for the rest.
+      if (toTake.length > 0 && !pending.isHeld()) {
+        throw new LockConnectionError(`The first keys of "${pending.keys.join('", "')}" expired while waiting for the rest.`, 'acquire');
       }
     } catch (error) {
       this.countFailure(error);
@@ -189,10 +210,16 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
       if (leases.length > 0) await pending.release().catch(() => undefined);
       throw error;
     }
-    pending.markAcquired();
+    return this.adopt(pending);
+  }
+
+  /** Every lease is taken: the lock is held from now on. */
+  private adopt(lock: Lock): Lock {
+    this.watchdog.track(lock);
+    lock.markAcquired();
     this.stats.acquired++;
-    this.held.add(pending);
-    return pending;
+    this.held.add(lock);
+    return lock;
   }
 
   /** Inside `withLock`/`@Locked`: the keys this call chain already holds are borrowed from its locks, the rest taken. */

@@ -112,23 +112,30 @@ export class Lock implements AsyncDisposable {
    * expired or changed hands (logged and counted, nothing deleted). A second call resolves false.
    * Rejects with `LockConnectionError` when Redis cannot be reached; the lease then lapses by TTL.
    */
-  async release(): Promise<boolean> {
-    if (this.state === 'released') return false;
+  release(): Promise<boolean> {
+    if (this.state === 'released') return Promise.resolve(false);
     const wasLost = this.state === 'lost';
     this.state = 'released';
     // Synchronously out of the watchdog: no renewal can be sent for this lock from here on.
     this.runtime.watchdog.untrack(this);
     this.end(RELEASED);
-    if (this.leases.length === 0) return !wasLost && this.outer.every((o) => o.isHeld());
+    if (this.leases.length === 0) return Promise.resolve(!wasLost && this.outer.every((o) => o.isHeld()));
     const keepFor = this.options.minHold > 0 ? Math.ceil(this.options.minHold - (monotonicNow() - this.heldSince)) : 0;
-    let ok: boolean;
-    try {
-      if (keepFor > 0 && !wasLost) ok = await this.shortenTo(keepFor);
-      else ok = this.leases.length === 1 ? await this.runtime.store.release(this.leases[0].keys, this.token) : await this.releaseAll();
-    } catch (error) {
-      this.runtime.stats.connectionErrors++;
-      throw error;
-    }
+    let freeing: Promise<boolean>;
+    if (keepFor > 0 && !wasLost) freeing = this.shortenTo(keepFor);
+    else freeing = this.leases.length === 1 ? this.runtime.store.release(this.leases[0].keys, this.token) : this.releaseAll();
+    // A promise chain rather than an async method: one frame less on every release.
+    return freeing.then(
+      (ok) => this.released(ok),
+      (error: unknown) => {
+        this.runtime.stats.connectionErrors++;
+        throw error;
+      },
+    );
+  }
+
+  /** Counts and reports what Redis said to the release. */
+  private released(ok: boolean): boolean {
     if (ok) {
       this.runtime.stats.released++;
       return true;
