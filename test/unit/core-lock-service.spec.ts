@@ -263,6 +263,32 @@ describe('LockService against a real redis-server', () => {
       expect(await next.release()).toBe(true);
     });
 
+    it('a waiter whose handover message is lost still gets the lock, at its next safety-net wake-up', async () => {
+      const holder = await pool.make();
+      const waiter = await pool.make({ waiterLease: 900 });
+      // The fault: this service hears no handover message at all (as if the subscriber missed it).
+      const channel = (waiter as unknown as { wakeChannel: { register: (token: string, wake: unknown) => () => void } }).wakeChannel;
+      const heard = jest.spyOn(channel, 'register').mockImplementation(() => () => undefined);
+      const lock = await holder.acquire('busy:8', { ttl: 10_000 });
+      const waiting = waiter.acquire('busy:8', { waitTimeout: 5_000 });
+      for (let i = 0; i < 100 && (await client.llen('test:{busy:8}:q')) === 0; i++) await sleep(5);
+      const [queuedToken] = await client.lrange('test:{busy:8}:q', 0, 0);
+      await sleep(50);
+      const releasedAt = performance.now();
+      await lock.release();
+      // The release handed the lock over in Redis; only the message went unheard.
+      expect(await client.get('test:{busy:8}')).toBe(queuedToken);
+      const next = await waiting;
+      const waited = performance.now() - releasedAt;
+      expect(heard).toHaveBeenCalled();
+      expect(next.token).toBe(queuedToken);
+      expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+      // Not the holder's 10 s ttl: the waiter refreshes its place every waiterLease / 3 and finds the lock its own.
+      expect(waited).toBeLessThan(900 / 3 + 200);
+      expect(next.isHeld()).toBe(true);
+      expect(await next.release()).toBe(true);
+    });
+
     it('a handed-over lease runs until the waiter\'s place would have lapsed, then the watchdog renews it to the full ttl', async () => {
       const holder = await pool.make();
       const waiter = await pool.make({ ttl: 5_000, waiterLease: 600 });
