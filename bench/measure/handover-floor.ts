@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
 import { BENCH_TTL_MS } from '../adapters/lock-adapter';
@@ -42,7 +42,7 @@ export async function runHandoverFloor(workers: number, sectionMs: number, durat
     try {
       await Promise.all(clients.map((c) => c.ping()));
       const turn = async (w: number) => {
-        const token = randomBytes(16).toString('hex');
+        const token = randomUUID();
         if ((await clients[w].set(KEY, token, 'PX', BENCH_TTL_MS, 'NX')) !== 'OK') throw new Error('handover floor: the key was not free');
         await sleep(sectionMs);
         if ((await clients[w].benchCompareAndDelete(KEY, token)) !== 1) throw new Error('handover floor: the key was not ours at release');
