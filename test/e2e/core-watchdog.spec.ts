@@ -176,4 +176,47 @@ describe('watchdog renewals seen from Redis', () => {
     // Sent as one pipeline they run back-to-back (typically 0.2 ms for all ten; 5 ms allows a busy box).
     expect(Math.max(...spreads)).toBeLessThan(5);
   });
+  it('renews 1,200 locks in pipelines of at most 500, with event-loop turns between them; a lock released meanwhile gets no renewal', async () => {
+    // ttl 3 s: renewals at 1 s, and everything due within 250 ms of the first rides in the same tick.
+    const ttl = 3_000;
+    const locks = await makeService({ ttl });
+    const keys = Array.from({ length: 1_200 }, (_, i) => `many:${i}`);
+    const held = await Promise.all(keys.map((k) => locks.acquire(k)));
+    const store = locks.store;
+    const renewMany = store.renewMany.bind(store);
+    const batches: string[][] = [];
+    let batchesBeforeATurn = -1;
+    let released: Lock | undefined;
+    const spy = jest.spyOn(store, 'renewMany').mockImplementation((requests) => {
+      batches.push(requests.map((r) => r.keys.key));
+      if (batches.length === 1) {
+        // Another task gets the event loop before the tick has sent everything…
+        setImmediate(() => (batchesBeforeATurn = batches.length));
+        // …and a lock that was due but not in this first pipeline is released right now.
+        const inFirst = new Set(batches[0]);
+        released = held.find((l) => !inFirst.has(l.key));
+        void released!.release();
+      }
+      return renewMany(requests);
+    });
+    await pollUntil(() => batches.length >= 3 && batchesBeforeATurn >= 0, 2 * ttl);
+    await sleep(50); // the replies of the last pipeline
+    spy.mockRestore();
+
+    const sizes = batches.slice(0, 3).map((b) => b.length);
+    console.log(`1,200 locks: first tick in pipelines of ${sizes.join('/')}; the event loop ran after ${batchesBeforeATurn} of them`);
+    expect(Math.max(...sizes)).toBe(500);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(1_199); // all 1,200 but the released one
+    expect(batchesBeforeATurn).toBe(1);
+    expect(batches.slice(1, 3).flat()).not.toContain(released!.key);
+    // Every other lock was renewed: its PTTL is back near the full ttl (unrenewed it would be below 2 s by now).
+    const pipeline = client.pipeline();
+    for (const l of held) if (l !== released) pipeline.pttl(`wd:{${l.key}}`);
+    const pttls = ((await pipeline.exec()) ?? []).map(([, v]) => Number(v));
+    expect(pttls.length).toBe(1_199);
+    expect(Math.min(...pttls)).toBeGreaterThan(ttl - 500);
+    expect(await client.exists(`wd:{${released!.key}}`)).toBe(0);
+    await Promise.all(held.map((l) => l.release()));
+  });
 });
+
