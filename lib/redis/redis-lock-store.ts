@@ -2,7 +2,7 @@ import type { Cluster } from 'ioredis';
 import { CommandDeadlines } from '../internal/command-deadlines';
 import { toConnectionError } from '../internal/connection-errors';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
-import { isNoScript, LuaScript, ScriptRunner } from './lua-script';
+import { CommandArg, isNoScript, LuaScript, ScriptRunner } from './lua-script';
 import { WriteBatcher } from './write-batcher';
 import { LOCK_SCRIPTS } from './scripts';
 import type { RedisClient } from './redis-connection';
@@ -28,13 +28,15 @@ export class RedisLockStore {
   private readonly deadlines: CommandDeadlines;
   private readonly scripts: ScriptRunner;
   private readonly writes: WriteBatcher;
+  private readonly waiterLease: CommandArg;
 
   constructor(
     readonly client: RedisClient,
     private readonly keyPrefix: string,
     commandTimeout: number,
-    private readonly waiterLease: number,
+    waiterLease: number,
   ) {
+    this.waiterLease = String(waiterLease);
     this.channelPrefix = waiterChannelPrefix(keyPrefix);
     this.deadlines = new CommandDeadlines(commandTimeout);
     this.scripts = new ScriptRunner(client);
@@ -50,7 +52,7 @@ export class RedisLockStore {
    * with this token queued it, so a release may already have handed the lock over.
    */
   acquire(keys: LockRedisKeys, token: string, ttl: number, joinQueue: boolean, retry: boolean): Promise<AcquireReply> {
-    const args: (string | number)[] = [keys.lock, keys.fence, keys.queue, keys.waiters, token, ttl];
+    const args: CommandArg[] = [keys.lock, keys.fence, keys.queue, keys.waiters, token, String(ttl)];
     // Only a queued token can be retried (an attempt that does not queue is never repeated).
     if (joinQueue) {
       args.push(this.waiterLease);
@@ -64,7 +66,7 @@ export class RedisLockStore {
   }
 
   extend(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
-    return this.script(LOCK_SCRIPTS.renew, 'extend', [keys.lock, token, ttl], isOne);
+    return this.script(LOCK_SCRIPTS.renew, 'extend', [keys.lock, token, String(ttl)], isOne);
   }
 
   /** Leaves the queue and frees the lock if an unanswered attempt took it. Safe to send any time: owner-checked. */
@@ -89,7 +91,7 @@ export class RedisLockStore {
       );
     }
     try {
-      const argLists = requests.map((r) => [r.keys.lock, r.token, r.ttl]);
+      const argLists = requests.map((r) => [r.keys.lock, r.token, String(r.ttl)]);
       const results = await this.scripts.runPipelined(LOCK_SCRIPTS.renew, argLists, (exec) => this.deadlines.bound('renew', exec));
       return requests.map((_, i) => {
         const [error, value] = results[i] ?? [new Error('no reply'), null];
@@ -102,11 +104,11 @@ export class RedisLockStore {
   }
 
   /** Keys and arguments of the scripts that may hand the lock to the next waiter (release, abandon). */
-  private handoverArgs(keys: LockRedisKeys, token: string): (string | number)[] {
+  private handoverArgs(keys: LockRedisKeys, token: string): CommandArg[] {
     return [keys.lock, keys.fence, keys.queue, keys.waiters, token, this.channelPrefix];
   }
 
-  private script<T = unknown>(script: LuaScript, operation: string, args: (string | number)[], parse?: (reply: unknown) => T): Promise<T> {
+  private script<T = unknown>(script: LuaScript, operation: string, args: CommandArg[], parse?: (reply: unknown) => T): Promise<T> {
     this.writes.beforeSend(this.deadlines.inFlight > 0);
     return this.deadlines.bound(operation, (attempt) => this.scripts.run(script, args, attempt), parse, isNoScript);
   }
