@@ -20,7 +20,8 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  *
  * One timer for all locks, set to the earliest renewal or deadline. A tick first expires locks
  * whose deadline passed (a paused process must not renew a lease that may already belong to
- * someone else), then renews everything due within a short window in one pipelined round trip.
+ * someone else), then renews everything due within a short window in one round trip: pipelines of
+ * at most RENEWALS_PER_PIPELINE, sent back to back.
  * Timers are unref'd and every failure is caught: the watchdog never keeps a process alive and
  * never produces an unhandled rejection.
  */
@@ -151,7 +152,7 @@ export class Watchdog {
     await Promise.all(sending);
   }
 
-  /** Renews `due` in one pipelined round trip and applies each answer to its lease. */
+  /** Renews `due` in one pipeline and applies each answer to its lease. */
   private async renew(due: ReadonlyArray<{ lock: Lock; lease: Lease }>): Promise<void> {
     const requests: RenewRequest[] = due.map(({ lock, lease }) => ({ keys: lease.keys, token: lock.token, ttl: lease.ttl }));
     const sentAt = monotonicNow();
