@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import Redis, { Cluster, Command } from 'ioredis';
 import type { RedisClient } from './redis-connection';
 
 /** What ioredis' `pipeline.exec()` resolves to: one [error, reply] per command. */
@@ -44,8 +44,15 @@ type Call = (...args: CommandArg[]) => Promise<unknown>;
  */
 export class ScriptRunner {
   private readonly sent = new Set<LuaScript>();
+  /**
+   * A client made by this copy of ioredis takes our Command objects; one from another copy (a user's
+   * nested node_modules) only gets calls through its own methods.
+   */
+  private readonly ownCommands: boolean;
 
-  constructor(private readonly client: RedisClient) {}
+  constructor(private readonly client: RedisClient) {
+    this.ownCommands = client instanceof Redis || client instanceof Cluster;
+  }
 
   /**
    * Attempt 0: EVAL on first use, else EVALSHA. Attempt 1 (after `isNoScript`: the server lost its
@@ -57,7 +64,16 @@ export class ScriptRunner {
       this.sent.add(script);
       return commands.eval(script.lua, script.numberOfKeys, ...args);
     }
-    return commands.evalsha(script.sha, script.numberOfKeys, ...args);
+    if (!this.ownCommands) return commands.evalsha(script.sha, script.numberOfKeys, ...args);
+    // ioredis' public Command + sendCommand, built as its generated `evalsha` method builds them (same
+    // reply encoding, key prefix and error stack) minus its argument shuffling: 1 µs less per call.
+    const options = (this.client as Redis).options;
+    const command = new Command('evalsha', [script.sha, script.numberOfKeys, ...args], {
+      replyEncoding: 'utf8',
+      keyPrefix: options.keyPrefix,
+      errorStack: options.showFriendlyErrorStack ? new Error() : undefined,
+    });
+    return this.client.sendCommand(command) as Promise<unknown>;
   }
 
   /**

@@ -78,6 +78,25 @@ describe('DistributedLockModule', () => {
     await mine.quit();
   });
 
+  it("works through a user's client with an ioredis keyPrefix: every script call (EVAL first, EVALSHA after) names the same prefixed keys", async () => {
+    const mine = new Redis(redis.url, { keyPrefix: 'app:' });
+    const locks = new LockService({ redis: mine });
+    const probe = redis.client();
+    try {
+      for (let i = 0; i < 3; i++) {
+        const lock = await locks.acquire('module:5');
+        expect(await probe.get('app:lock:{module:5}')).toBe(lock.token);
+        expect(await probe.exists('lock:{module:5}')).toBe(0);
+        expect(await lock.release()).toBe(true);
+        expect(await probe.exists('app:lock:{module:5}')).toBe(0);
+      }
+      expect(Number(await probe.get('app:lock:{module:5}:f'))).toBeGreaterThan(0);
+    } finally {
+      await locks.close();
+      await mine.quit();
+    }
+  });
+
   it('closes a connection it created', async () => {
     const locks = new LockService({ redis: redis.url });
     await locks.onModuleInit();
