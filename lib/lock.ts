@@ -123,7 +123,7 @@ export class Lock implements AsyncDisposable {
     const keepFor = this.options.minHold > 0 ? Math.ceil(this.options.minHold - (monotonicNow() - this.heldSince)) : 0;
     let freeing: Promise<boolean>;
     if (keepFor > 0 && !wasLost) freeing = this.shortenTo(keepFor);
-    else freeing = this.leases.length === 1 ? this.runtime.store.release(this.leases[0].keys, this.token) : this.releaseAll();
+    else freeing = this.leases.length === 1 ? this.releaseOne(this.leases[0]) : this.releaseAll();
     // A promise chain rather than an async method: one frame less on every release.
     return freeing.then(
       (ok) => this.released(ok),
@@ -159,9 +159,21 @@ export class Lock implements AsyncDisposable {
     this.heldSince = monotonicNow();
   }
 
+  /**
+   * One lease. When the release handed the key to a waiter, our caller continues one event-loop turn
+   * later: that waiter's notification, read in the same turn as our reply, is handled first, so a
+   * waiter in this same process enters before our caller's next steps (typically: asking again).
+   */
+  private releaseOne(lease: Lease): Promise<boolean> {
+    return this.runtime.store.release(lease.keys, this.token).then((outcome) => {
+      if (outcome !== 'handed-over') return outcome === 'freed';
+      return new Promise<boolean>((resolve) => setImmediate(resolve, true));
+    });
+  }
+
   /** Every lease, in reverse of the acquisition order (the commands leave in this order on the connection). */
   private async releaseAll(): Promise<boolean> {
-    const results = await Promise.allSettled([...this.leases].reverse().map((l) => this.runtime.store.release(l.keys, this.token)));
+    const results = await Promise.allSettled([...this.leases].reverse().map((l) => this.releaseOne(l)));
     const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failure) throw failure.reason;
     return results.every((r) => r.status === 'fulfilled' && r.value);

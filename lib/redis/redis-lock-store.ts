@@ -61,8 +61,9 @@ export class RedisLockStore {
     return this.script(LOCK_SCRIPTS.acquire, 'acquire', args, acquireReply);
   }
 
-  release(keys: LockRedisKeys, token: string): Promise<boolean> {
-    return this.script(LOCK_SCRIPTS.release, 'release', this.handoverArgs(keys, token), isOne);
+  /** Owner-checked release: whether it was still ours, and whether a waiter got it straight away. */
+  release(keys: LockRedisKeys, token: string): Promise<ReleaseOutcome> {
+    return this.script(LOCK_SCRIPTS.release, 'release', this.handoverArgs(keys, token), releaseOutcome);
   }
 
   extend(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
@@ -121,6 +122,11 @@ function acquireReply(raw: unknown): AcquireReply {
 }
 
 const isOne = (reply: unknown): boolean => reply === 1;
+
+/** `handed-over`: the release gave the lock to the next waiter (whose process is being told so). */
+export type ReleaseOutcome = 'not-owner' | 'freed' | 'handed-over';
+
+const releaseOutcome = (reply: unknown): ReleaseOutcome => (reply === 2 ? 'handed-over' : reply === 1 ? 'freed' : 'not-owner');
 
 function isCluster(client: RedisClient): client is Cluster {
   return (client as Cluster).isCluster === true;

@@ -263,6 +263,30 @@ describe('LockService against a real redis-server', () => {
       expect(await next.release()).toBe(true);
     });
 
+    it('after a handover the waiter in the same process enters before the releasing caller continues', async () => {
+      const locks = await pool.make();
+      let lock = await locks.acquire('busy:9');
+      let waiterFirst = 0;
+      for (let i = 0; i < 20; i++) {
+        const order: string[] = [];
+        const waiting = locks.acquire('busy:9').then((next) => {
+          order.push('waiter');
+          return next;
+        });
+        for (let j = 0; j < 100 && (await client.llen('test:{busy:9}:q')) === 0; j++) await sleep(2);
+        await sleep(10);
+        expect(await lock.release()).toBe(true);
+        order.push('releaser');
+        lock = await waiting;
+        if (order[0] === 'waiter') waiterFirst++;
+      }
+      await lock.release();
+      // Its notification and our reply are read in the same turn; the releaser yields one turn. Without
+      // that, the releaser's continuation always ran first (0 of 20 here); the margin allows a reply
+      // and a notification that arrive in different turns.
+      expect(waiterFirst).toBeGreaterThanOrEqual(16);
+    });
+
     it('a waiter whose handover message is lost still gets the lock, at its next safety-net wake-up', async () => {
       const holder = await pool.make();
       const waiter = await pool.make({ waiterLease: 900 });
