@@ -1,5 +1,6 @@
 import { LockLostError, LockLostReason } from './errors/lock-lost.error';
 import { monotonicNow } from './internal/clock';
+import { nextTurn } from './internal/sleep';
 import { Lease, renewLease } from './lease';
 import type { LockRuntime } from './lock-runtime';
 import type { ResolvedLockOptions } from './options/resolve-options';
@@ -167,7 +168,7 @@ export class Lock implements AsyncDisposable {
   private releaseOne(lease: Lease): Promise<boolean> {
     return this.runtime.store.release(lease.keys, this.token).then((outcome) => {
       if (outcome !== 'handed-over') return outcome === 'freed';
-      return new Promise<boolean>((resolve) => setImmediate(resolve, true));
+      return nextTurn(true);
     });
   }
 

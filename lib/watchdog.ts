@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { monotonicNow } from './internal/clock';
+import { nextTurn } from './internal/sleep';
 import { Lease, driftFor, renewIntervalFor, renewLease } from './lease';
 import type { Lock } from './lock';
 import type { LockStats } from './lock-runtime';
@@ -13,7 +14,11 @@ import type { RedisLockStore, RenewRequest } from './redis/redis-lock-store';
  */
 const RENEWALS_PER_PIPELINE = 500;
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** One lease due for renewal, with the lock it belongs to. */
+interface DueRenewal {
+  lock: Lock;
+  lease: Lease;
+}
 
 /**
  * Keeps every held lease alive while its holder runs, and notices when one is gone.
@@ -115,7 +120,7 @@ export class Watchdog {
 
   private async renewDue(): Promise<void> {
     const now = monotonicNow();
-    const due: Array<{ lock: Lock; lease: Lease }> = [];
+    const due: DueRenewal[] = [];
     for (const lock of [...this.locks]) {
       lock.checkDeadline(now);
       if (!lock.renewing) continue;
@@ -142,7 +147,7 @@ export class Watchdog {
     for (let from = 0; from < due.length; from += RENEWALS_PER_PIPELINE) {
       if (from > 0) await nextTurn();
       // A lock released (or lost) while we yielded gets no renewal: none is ever sent after release().
-      const live: Array<{ lock: Lock; lease: Lease }> = [];
+      const live: DueRenewal[] = [];
       for (const d of due.slice(from, from + RENEWALS_PER_PIPELINE)) {
         if (d.lock.renewing) live.push(d);
         else d.lease.renewing = false;
@@ -153,7 +158,7 @@ export class Watchdog {
   }
 
   /** Renews `due` in one pipeline and applies each answer to its lease. */
-  private async renew(due: ReadonlyArray<{ lock: Lock; lease: Lease }>): Promise<void> {
+  private async renew(due: readonly DueRenewal[]): Promise<void> {
     const requests: RenewRequest[] = due.map(({ lock, lease }) => ({ keys: lease.keys, token: lock.token, ttl: lease.ttl }));
     const sentAt = monotonicNow();
     const results = await this.store.renewMany(requests);

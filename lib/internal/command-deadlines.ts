@@ -105,8 +105,8 @@ export class CommandDeadlines {
     // After this process was paused, expired timers run before the socket is read: give a reply that
     // is already waiting one turn of the event loop (poll phase) before calling it late.
     setImmediate(() => {
+      // expire() leaves the oldest unsettled call (not yet due) at the head, or nothing.
       this.expire(monotonicNow());
-      while (this.head?.settled) this.head = this.head.next;
       if (this.head && !this.timer) this.arm(this.head.deadline);
     });
   }

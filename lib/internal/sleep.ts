@@ -14,3 +14,13 @@ export function interruptibleDelay(ms: number, signal?: AbortSignal): { promise:
   });
   return { promise, wake };
 }
+
+/**
+ * Resolves with `value` in the next turn of the event loop (check phase), after every socket read
+ * of the current turn has been handled.
+ */
+export function nextTurn(): Promise<void>;
+export function nextTurn<T>(value: T): Promise<T>;
+export function nextTurn<T>(value?: T): Promise<T | undefined> {
+  return new Promise((resolve) => setImmediate(resolve, value));
+}
