@@ -191,6 +191,11 @@ describe('LockService against a real redis-server', () => {
   });
 
   describe('busy policies', () => {
+    /** Waits (at most 100 polls) until a waiter has taken its place in the queue of `key`. */
+    const untilQueued = async (key: string, everyMs = 5) => {
+      for (let i = 0; i < 100 && (await client.llen(`test:{${key}}:q`)) === 0; i++) await sleep(everyMs);
+    };
+
     it("'throw' rejects at once with LockBusyError naming the key and the holder's remaining lease", async () => {
       const holder = await pool.make({ ttl: 8_000 });
       const other = await pool.make();
@@ -250,7 +255,7 @@ describe('LockService against a real redis-server', () => {
       const waiter = await pool.make();
       const lock = await holder.acquire('busy:6');
       const waiting = waiter.acquire('busy:6', { waitTimeout: 5_000 });
-      for (let i = 0; i < 100 && (await client.llen('test:{busy:6}:q')) === 0; i++) await sleep(5);
+      await untilQueued('busy:6');
       await sleep(50); // the waiter's subscription is confirmed and it sleeps
       const scriptCalls = async () => (await commandCalls(client, 'eval')) + (await commandCalls(client, 'evalsha'));
       const before = await scriptCalls();
@@ -273,7 +278,7 @@ describe('LockService against a real redis-server', () => {
           order.push('waiter');
           return next;
         });
-        for (let j = 0; j < 100 && (await client.llen('test:{busy:9}:q')) === 0; j++) await sleep(2);
+        await untilQueued('busy:9', 2);
         await sleep(10);
         expect(await lock.release()).toBe(true);
         order.push('releaser');
@@ -295,7 +300,7 @@ describe('LockService against a real redis-server', () => {
       const heard = jest.spyOn(channel, 'register').mockImplementation(() => () => undefined);
       const lock = await holder.acquire('busy:8', { ttl: 10_000 });
       const waiting = waiter.acquire('busy:8', { waitTimeout: 5_000 });
-      for (let i = 0; i < 100 && (await client.llen('test:{busy:8}:q')) === 0; i++) await sleep(5);
+      await untilQueued('busy:8');
       const [queuedToken] = await client.lrange('test:{busy:8}:q', 0, 0);
       await sleep(50);
       const releasedAt = performance.now();
@@ -318,7 +323,7 @@ describe('LockService against a real redis-server', () => {
       const waiter = await pool.make({ ttl: 5_000, waiterLease: 600 });
       const lock = await holder.acquire('busy:7');
       const waiting = waiter.acquire('busy:7', { waitTimeout: 5_000 });
-      for (let i = 0; i < 100 && (await client.llen('test:{busy:7}:q')) === 0; i++) await sleep(5);
+      await untilQueued('busy:7');
       await sleep(30);
       await lock.release();
       const next = await waiting;
