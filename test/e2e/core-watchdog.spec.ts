@@ -5,44 +5,14 @@
  * Also maxHold: the watchdog stops renewing a job that holds too long, the holder's signal aborts
  * with reason 'max-hold', and a waiter gets the key.
  */
-import { createHash } from 'crypto';
 import type Redis from 'ioredis';
 import { DistributedLockModuleOptions, Lock, LockLostError, LockService } from '../../lib';
-import { RENEW_SCRIPT } from '../../lib/redis/scripts/renew.script';
+import { Seen, isRenewScript, isRenewalOf, startMonitor } from '../harness/redis-monitor';
 import { RedisProcess, killSurvivors } from '../harness/redis-process';
 import { startService } from './workers/support/fault-helpers';
 import { pollUntil, sleep } from './workers/support/timing';
 
 const TTL = 600;
-const RENEW_SHA = createHash('sha1').update(RENEW_SCRIPT).digest('hex');
-
-interface Seen {
-  /** Server time, ms. */
-  at: number;
-  args: string[];
-  source: string;
-}
-
-/** Records every command Redis executes (including those run inside scripts, source "lua"). */
-async function startMonitor(redis: RedisProcess): Promise<{ seen: Seen[]; stop: () => void }> {
-  const seen: Seen[] = [];
-  const monitor = await redis.client().monitor();
-  monitor.on('error', () => undefined);
-  monitor.on('monitor', (time: string, args: string[], source: string) => seen.push({ at: Number(time) * 1000, args, source }));
-  return { seen, stop: () => monitor.disconnect() };
-}
-
-/** The renew script, by SHA or (first use on a connection: ioredis falls back to EVAL) by text; args[3] is its key. */
-const isRenewScript = (c: Seen) =>
-  (c.args[0].toLowerCase() === 'evalsha' && c.args[1] === RENEW_SHA) || (c.args[0].toLowerCase() === 'eval' && unrepr(c.args[1]) === RENEW_SCRIPT);
-
-/** MONITOR quotes arguments C-style: a newline arrives as backslash + n, a quote as backslash + quote. */
-const unrepr = (text: string): string =>
-  text.replace(/\\(["\\nrt])/g, (_, ch: string) => ({ n: '\n', r: '\r', t: '\t' })[ch] ?? ch);
-
-/** Anything that could extend `lockKey`: the renew script naming it, or a PEXPIRE of it (run inside any script). */
-const isRenewalOf = (lockKey: string) => (c: Seen) =>
-  (isRenewScript(c) && c.args[3] === lockKey) || (c.args[0].toLowerCase() === 'pexpire' && c.args[1] === lockKey);
 
 describe('watchdog renewals seen from Redis', () => {
   let redis: RedisProcess;
