@@ -7,7 +7,7 @@
  * Used by jest's globalSetup (install when root) and by the T10 suite (fail with the command).
  */
 const fs = require('fs');
-const { spawnSync } = require('child_process');
+const { ensureDebianPackage, runAsCli } = require('./debian-package');
 
 const NOT_INSTALLED =
   'libfaketime is not installed (needed by the clock-jump test). Install it with: sudo apt-get install -y faketime';
@@ -44,39 +44,15 @@ function findLibfaketime() {
   return null;
 }
 
-function run(cmd, args, env) {
-  const r = spawnSync(cmd, args, { stdio: 'inherit', env: { ...process.env, ...env } });
-  return r.status === 0;
-}
-
 /**
  * Returns the libfaketime path, installing the package with apt when running as root. Throws an
  * Error whose message says how to install it otherwise.
  * @returns {string}
  */
 function ensureLibfaketime() {
-  const found = findLibfaketime();
-  if (found) return found;
-
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  if (isRoot) {
-    run('apt-get', ['update']);
-    run('apt-get', ['install', '-y', 'faketime'], { DEBIAN_FRONTEND: 'noninteractive' });
-    const installed = findLibfaketime();
-    if (installed) return installed;
-  }
-  throw new Error(NOT_INSTALLED);
+  return ensureDebianPackage({ find: findLibfaketime, pkg: 'faketime', notInstalled: NOT_INSTALLED });
 }
 
 module.exports = { ensureLibfaketime, findLibfaketime, NOT_INSTALLED };
 
-if (require.main === module) {
-  let lib;
-  try {
-    lib = ensureLibfaketime();
-  } catch (err) {
-    process.stderr.write((err && err.message ? err.message : NOT_INSTALLED) + '\n');
-    process.exit(1);
-  }
-  if (process.argv.includes('--verbose')) process.stdout.write(`libfaketime: ${lib}\n`);
-}
+if (require.main === module) runAsCli(ensureLibfaketime, 'libfaketime');

@@ -7,7 +7,7 @@
  */
 const fs = require('fs');
 const path = require('path');
-const { spawnSync } = require('child_process');
+const { ensureDebianPackage, runAsCli } = require('./debian-package');
 
 // Non-login shells and CI images often lack the sbin directories on PATH.
 const EXTRA_DIRS = ['/usr/bin', '/usr/sbin', '/usr/local/bin'];
@@ -33,11 +33,6 @@ function findRedisServer() {
   return null;
 }
 
-function run(cmd, args, env) {
-  const r = spawnSync(cmd, args, { stdio: 'inherit', env: { ...process.env, ...env } });
-  return r.status === 0;
-}
-
 /**
  * Returns the redis-server path, installing it with apt when running as root. Throws an Error
  * whose message says how to install it otherwise: as a library (jest globalSetup) exiting the
@@ -46,29 +41,10 @@ function run(cmd, args, env) {
  * @returns {string}
  */
 function ensureRedisServer() {
-  const found = findRedisServer();
-  if (found) return found;
-
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  if (isRoot) {
-    run('apt-get', ['update']);
-    run('apt-get', ['install', '-y', 'redis-server'], { DEBIAN_FRONTEND: 'noninteractive' });
-    const installed = findRedisServer();
-    if (installed) return installed;
-  }
-  throw new Error(NOT_INSTALLED);
+  return ensureDebianPackage({ find: findRedisServer, pkg: 'redis-server', notInstalled: NOT_INSTALLED });
 }
 
 module.exports = { ensureRedisServer, findRedisServer, NOT_INSTALLED };
 
-if (require.main === module) {
-  let bin;
-  try {
-    bin = ensureRedisServer();
-  } catch (err) {
-    // A harness without Redis cannot test anything: one clear line beats many ENOENT spawn errors.
-    process.stderr.write((err && err.message ? err.message : NOT_INSTALLED) + '\n');
-    process.exit(1);
-  }
-  if (process.argv.includes('--verbose')) process.stdout.write(`redis-server: ${bin}\n`);
-}
+// A harness without Redis cannot test anything.
+if (require.main === module) runAsCli(ensureRedisServer, 'redis-server');
