@@ -1,10 +1,7 @@
-import { Cluster } from 'ioredis';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+import type { Cluster } from 'ioredis';
 import { LockService } from '../../lib';
-import { RedisProcess } from '../harness/redis-process';
+import { RedisCluster } from '../harness/redis-cluster';
 
-const run = promisify(execFile);
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -12,27 +9,20 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * multi-key locks across slots work, and the watchdog renews through the Cluster client.
  */
 describe('Redis Cluster', () => {
-  const nodes: RedisProcess[] = [];
+  let redisCluster: RedisCluster;
   let cluster: Cluster;
   let locks: LockService;
 
   beforeAll(async () => {
-    for (let i = 0; i < 3; i++) {
-      nodes.push(await RedisProcess.start({ args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${i}.conf`, '--cluster-node-timeout', '2000'] }));
-    }
-    await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes']);
-    // Wait until every node agrees the cluster is up.
-    const probe = nodes[0].client();
-    for (let i = 0; i < 100 && !/cluster_state:ok/.test(await probe.call('CLUSTER', 'INFO') as string); i++) await sleep(100);
-    cluster = new Cluster(nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), { redisOptions: { maxRetriesPerRequest: 1 } });
+    redisCluster = await RedisCluster.start(3);
+    cluster = redisCluster.client();
     locks = new LockService({ redis: cluster, ttl: 600, commandTimeout: 1_000 });
     await locks.onModuleInit();
   }, 30_000);
 
   afterAll(async () => {
     await locks?.close();
-    await cluster?.quit().catch(() => undefined);
-    await Promise.all(nodes.map((n) => n.stop()));
+    await redisCluster?.stop();
   });
 
   it('locks keys living in different slots, renews them and hands them over with no CROSSSLOT error', async () => {

@@ -1,0 +1,143 @@
+/**
+ * A Redis Cluster of masters on loopback (no replicas), built from RedisProcess servers, plus the
+ * admin steps a resharding test needs: who owns a slot, moving a slot by hand the way
+ * `redis-cli --cluster reshard` does, and the servers' error counters.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type Redis from 'ioredis';
+import { Cluster, ClusterOptions } from 'ioredis';
+import { RedisProcess } from './redis-process';
+
+const run = promisify(execFile);
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const HOST = '127.0.0.1';
+
+export class RedisCluster {
+  private readonly clients = new Set<Cluster>();
+  private readonly admins = new Map<RedisProcess, Redis>();
+
+  private constructor(readonly nodes: readonly RedisProcess[]) {}
+
+  /** Starts `masters` servers, joins them with `redis-cli --cluster create` and waits until every node reports the cluster ok. */
+  static async start(masters = 3): Promise<RedisCluster> {
+    const nodes: RedisProcess[] = [];
+    try {
+      for (let i = 0; i < masters; i++) {
+        nodes.push(await RedisProcess.start({ args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${i}.conf`, '--cluster-node-timeout', '2000'] }));
+      }
+      await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `${HOST}:${n.port}`), '--cluster-replicas', '0', '--cluster-yes']);
+      const cluster = new RedisCluster(nodes);
+      for (const node of nodes) await cluster.waitUntilOk(node);
+      return cluster;
+    } catch (error) {
+      await Promise.all(nodes.map((n) => n.stop()));
+      throw error;
+    }
+  }
+
+  /** The nodes learn about each other over the cluster bus: a node says ok once it sees every slot served. */
+  private async waitUntilOk(node: RedisProcess, timeoutMs = 10_000): Promise<void> {
+    const admin = this.admin(node);
+    for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await sleep(100)) {
+      if (/cluster_state:ok/.test((await admin.call('CLUSTER', 'INFO')) as string)) return;
+    }
+    throw new Error(`cluster node :${node.port} did not report cluster_state:ok within ${timeoutMs} ms`);
+  }
+
+  /**
+   * A Cluster client on every node, closed by stop(). `disableClientInfo`: ioredis ≥ 5.4 sends
+   * CLIENT SETINFO on every connection, which Redis < 7.2 answers with an ERR that would count in
+   * errorstats next to the errors a test is looking for (and the Cluster client opens a connection
+   * per slot refresh).
+   */
+  client(options: ClusterOptions = {}): Cluster {
+    const client = new Cluster(this.nodes.map((n) => ({ host: HOST, port: n.port })), {
+      ...options,
+      redisOptions: { maxRetriesPerRequest: 1, disableClientInfo: true, ...options.redisOptions },
+    });
+    client.on('error', () => undefined);
+    this.clients.add(client);
+    return client;
+  }
+
+  /** One plain connection per node for admin commands (closed by the node's stop()). */
+  admin(node: RedisProcess): Redis {
+    let client = this.admins.get(node);
+    if (!client) this.admins.set(node, (client = node.client()));
+    return client;
+  }
+
+  async nodeId(node: RedisProcess): Promise<string> {
+    return (await this.admin(node).call('CLUSTER', 'MYID')) as string;
+  }
+
+  /** The node that `asker` believes owns `slot` (CLUSTER NODES: `<id> <ip:port@bus> <flags> … <slot ranges>`). */
+  async ownerOf(slot: number, asker: RedisProcess = this.nodes[0]): Promise<RedisProcess> {
+    const lines = ((await this.admin(asker).call('CLUSTER', 'NODES')) as string).trim().split('\n');
+    for (const line of lines) {
+      const fields = line.split(' ');
+      const owns = fields.slice(8).some((range) => {
+        if (range.startsWith('[')) return false; // "[slot->-id]": an open migration, not ownership
+        const [lo, hi = lo] = range.split('-').map(Number);
+        return slot >= lo && slot <= hi;
+      });
+      if (owns) {
+        const port = Number(fields[1].split('@')[0].split(':')[1]);
+        const node = this.nodes.find((n) => n.port === port);
+        if (node) return node;
+      }
+    }
+    throw new Error(`no node owns slot ${slot} according to :${asker.port}`);
+  }
+
+  /**
+   * Moves `slot` from `from` to `to` by hand: IMPORTING on the target, MIGRATING on the source,
+   * MIGRATE the keys over in batches of `batch`, then SETSLOT NODE on every node, target first as
+   * the Redis manual asks. `pauseMs` is waited before each batch and once more after the last one,
+   * so clients meet the slot in every state: all keys still on the source, half moved (TRYAGAIN
+   * for a multi-key command), all moved but not yet handed over (ASK). Returns the keys moved.
+   */
+  async migrateSlot(slot: number, from: RedisProcess, to: RedisProcess, opts: { batch?: number; pauseMs?: number } = {}): Promise<string[]> {
+    const { batch = 10, pauseMs = 0 } = opts;
+    const [fromId, toId] = await Promise.all([this.nodeId(from), this.nodeId(to)]);
+    const source = this.admin(from);
+    await this.admin(to).call('CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', fromId);
+    await source.call('CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', toId);
+    const moved: string[] = [];
+    for (;;) {
+      if (pauseMs > 0) await sleep(pauseMs);
+      const keys = (await source.call('CLUSTER', 'GETKEYSINSLOT', String(slot), String(batch))) as string[];
+      if (keys.length === 0) break;
+      // A key that expired since GETKEYSINSLOT is simply not sent (MIGRATE answers NOKEY when none is left).
+      await source.call('MIGRATE', HOST, String(to.port), '', '0', '5000', 'KEYS', ...keys);
+      moved.push(...keys);
+    }
+    const others = this.nodes.filter((n) => n !== from && n !== to);
+    for (const node of [to, from, ...others]) await this.admin(node).call('CLUSTER', 'SETSLOT', String(slot), 'NODE', toId);
+    return moved;
+  }
+
+  /** `INFO errorstats` of one node as `{ ASK: n, MOVED: n, TRYAGAIN: n, … }` (Redis ≥ 6.2). */
+  async errorStats(node: RedisProcess): Promise<Record<string, number>> {
+    const info = (await this.admin(node).call('INFO', 'errorstats')) as string;
+    const stats: Record<string, number> = {};
+    for (const [, name, count] of info.matchAll(/^errorstat_(\w+):count=(\d+)/gm)) stats[name] = Number(count);
+    return stats;
+  }
+
+  /** Sum of errorStats over all nodes. */
+  async totalErrorStats(): Promise<Record<string, number>> {
+    const total: Record<string, number> = {};
+    for (const node of this.nodes) {
+      for (const [name, count] of Object.entries(await this.errorStats(node))) total[name] = (total[name] ?? 0) + count;
+    }
+    return total;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.clients].map((c) => c.quit().catch(() => c.disconnect())));
+    this.clients.clear();
+    await Promise.all(this.nodes.map((n) => n.stop()));
+  }
+}
