@@ -28,7 +28,11 @@ export function luaScript(numberOfKeys: number, lua: string): LuaScript {
   return { lua, numberOfKeys: String(numberOfKeys), sha: createHash('sha1').update(lua).digest('hex') };
 }
 
-/** Redis does not have the script cached (first use on this server, restart, failover, SCRIPT FLUSH). */
+/**
+ * Redis does not have the script cached: first use on this server, restart, failover, SCRIPT FLUSH,
+ * or, on a Cluster, the first call of a script on every node but the first one it was sent to (also
+ * after a slot moved): scripts are remembered per client, not per node.
+ */
 export function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
@@ -40,7 +44,8 @@ type Call = (...args: CommandArg[]) => Promise<unknown>;
  * later ones as EVALSHA. Sending EVAL first, rather than EVALSHA and EVAL after a NOSCRIPT reply,
  * keeps every call in the order it was sent: an owner-checked clean-up sent after a release must
  * run after it, not one round trip later behind commands sent since. Only when the server lost its
- * cache later (restart, failover) does a call take the NOSCRIPT detour.
+ * cache later (restart, failover), or a Cluster call reaches a node that never ran the script, does a
+ * call take the NOSCRIPT detour.
  */
 export class ScriptRunner {
   private readonly sent = new Set<LuaScript>();
