@@ -27,6 +27,11 @@ export interface RedisProcessOptions {
   args?: string[];
   /** Fixed port; by default a free one is picked (and re-picked if someone grabs it first). */
   port?: number;
+  /**
+   * Text of a config file, written into the server's own tmp dir and passed first on the command
+   * line. A Sentinel (`args: ['--sentinel']`) needs one: it rewrites its config file as it learns.
+   */
+  config?: string;
 }
 
 /** "A Redis" for suites that need no fault injection: a started process or an external REDIS_URL. */
@@ -79,6 +84,7 @@ export class RedisProcess implements SharedRedis {
   private constructor(
     readonly port: number,
     private readonly extraArgs: readonly string[],
+    private readonly config?: string,
   ) {}
 
   /** Starts redis-server and resolves once it answers PING (bounded by 10 s). */
@@ -87,7 +93,7 @@ export class RedisProcess implements SharedRedis {
     let lastError: unknown;
     for (let attempt = 0; attempt < attempts; attempt++) {
       const port = opts.port ?? (await freePort(HOST));
-      const redis = new RedisProcess(port, opts.args ?? []);
+      const redis = new RedisProcess(port, opts.args ?? [], opts.config);
       try {
         await redis.spawnAndWait();
         return redis;
@@ -204,7 +210,7 @@ export class RedisProcess implements SharedRedis {
   }
 
   private async spawnAndWait(): Promise<void> {
-    const inc = spawnRedis(this.port, this.extraArgs);
+    const inc = spawnRedis(this.port, this.extraArgs, this.config);
     this.current = inc;
     try {
       await waitForPing(
@@ -250,10 +256,17 @@ class ExternalRedis implements SharedRedis {
   }
 }
 
-function spawnRedis(port: number, extraArgs: readonly string[]): Incarnation {
+function spawnRedis(port: number, extraArgs: readonly string[], config?: string): Incarnation {
   // A fresh dir per process: "restarted empty" must mean empty even if some option enables persistence.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ndl-redis-${port}-`));
+  const configFile: string[] = [];
+  if (config !== undefined) {
+    // redis-server only takes a config file as its first argument.
+    configFile.push(path.join(dir, 'redis.conf'));
+    fs.writeFileSync(configFile[0], config);
+  }
   const args = [
+    ...configFile,
     '--port', String(port),
     '--bind', HOST,
     '--save', '',
