@@ -1,5 +1,6 @@
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockConnectionError } from '../errors/lock-connection.error';
+import { sentinelMisdirection } from './sentinel-misdirection';
 
 /** A Redis call that did not settle within its bound (see CommandDeadlines). */
 export function timeoutError(operation: string, timeoutMs: number): LockConnectionError {
@@ -12,10 +13,13 @@ export function timeoutError(operation: string, timeoutMs: number): LockConnecti
 /**
  * Every failure of the transport or server becomes a `LockConnectionError` (never "busy"): closed
  * connection, refused, frozen server, READONLY after a failover, LOADING, CLUSTERDOWN — the lock
- * state is unknown in all of them. Our own errors pass through unchanged.
+ * state is unknown in all of them. Our own errors pass through unchanged. A connection that
+ * reached a Sentinel instead of a primary is told apart (see sentinel-misdirection).
  */
 export function toConnectionError(operation: string, error: unknown): Error {
   if (error instanceof DistributedLockError) return error;
+  const misdirected = sentinelMisdirection(operation, error);
+  if (misdirected) return misdirected;
   const message = error instanceof Error ? error.message : String(error);
   return new LockConnectionError(`Redis ${operation} failed: ${message}. Check that Redis is reachable; the lock state is unknown.`, operation, { cause: error });
 }

@@ -1,0 +1,135 @@
+/**
+ * T6 — Redis behind Sentinel: a service pointed at a Sentinel's port by mistake gets an error that
+ * says so, and a master killed with -9 under load fails over to its replica while the contenders
+ * see only LockConnectionError meanwhile and take the lock again afterwards.
+ *
+ * Each case first proves its fault: the old master's pid is gone and the Sentinels name another
+ * master.
+ */
+import { DistributedLockModuleOptions, LockConnectionError, LockService } from '../../lib';
+import { checkHistory } from '../harness/history';
+import { killSurvivors } from '../harness/redis-process';
+import { SentinelGroup } from '../harness/sentinel-group';
+import { expectCleanClose, expectNothingLeft, startService, UnhandledRejections } from './workers/support/fault-helpers';
+import { LockContenders } from './workers/support/lock-contenders';
+import { SettleTracker } from './workers/support/settle-tracker';
+import { hrMs, isAlive, sleep, timed } from './workers/support/timing';
+
+const COMMAND_TIMEOUT = 300;
+const CONTENDERS = 4;
+/** Sentinel: down-after 500 ms, then a randomised (≤ 1 s) election; ioredis reconnects within 500 ms. */
+const FAILOVER_BOUND_MS = 10_000;
+/**
+ * After the Sentinels name the new master: ioredis' next reconnect attempt (≤ 500 ms), then what
+ * the replica inherited must lapse — the holder's lease (ttl) and the places of waiters that gave up
+ * while the master was gone (their clean-up could not reach it; waiterLease) — plus slack.
+ */
+const RESUME_AFTER_FAILOVER_MS = 3_000;
+
+describe('T6 Sentinel failover', () => {
+  let group: SentinelGroup | undefined;
+  const unhandled = new UnhandledRejections();
+  let calls: SettleTracker;
+  let services: LockService[];
+
+  beforeAll(() => unhandled.start());
+
+  beforeEach(() => {
+    calls = new SettleTracker();
+    services = [];
+  });
+
+  afterEach(async () => {
+    await expectCleanClose(calls, services);
+    expectNothingLeft(calls, unhandled);
+    await group?.stop();
+    group = undefined;
+  });
+
+  afterAll(async () => {
+    await sleep(50);
+    unhandled.stop();
+    expect(unhandled.seen).toEqual([]);
+  });
+  afterAll(() => expect(killSurvivors()).toEqual([]));
+
+  const makeService = (options: DistributedLockModuleOptions): Promise<LockService> =>
+    startService(services, { keyPrefix: 't6:', commandTimeout: COMMAND_TIMEOUT, shutdownTimeout: 1_000, ...options });
+
+  it("(a) redis pointing at a Sentinel's port: every lock call fails with a LockConnectionError that says it reached a Sentinel and how to configure ioredis", async () => {
+    group = await SentinelGroup.start({ replicas: 1 });
+    const sentinel = group.sentinels[0];
+    const misdirected = await makeService({ redis: sentinel.url });
+
+    const results = [
+      await timed(calls.track('acquire', misdirected.acquire('a:key'))),
+      await timed(calls.track('tryAcquire', misdirected.tryAcquire('a:key'))),
+      await timed(calls.track('withLock', misdirected.withLock('a:key', () => 'ran'))),
+      await timed(calls.track('isLocked', misdirected.isLocked('a:key'))),
+    ];
+    console.log(`T6 (a) on a Sentinel's port: ${(results[0].error as Error).message}`);
+    for (const r of results) {
+      expect(r.error).toBeInstanceOf(LockConnectionError);
+      const message = (r.error as Error).message;
+      expect(message).toMatch(/reached a Sentinel, not a primary/);
+      expect(message).toContain("sentinels: [{ host: '");
+      expect(message).toContain("name: 'mymaster'");
+      expect(r.ms).toBeLessThan(COMMAND_TIMEOUT);
+    }
+
+    // The same Sentinels, configured as ioredis wants them, lead to the primary.
+    const configured = await makeService({ redis: group.clientOptions() });
+    const lock = await calls.track('acquire via sentinels', configured.acquire('a:key'));
+    expect(await group.master.client().get('t6:{a:key}')).toBe(lock.token);
+    expect(await calls.track('release', lock.release())).toBe(true);
+  });
+
+  it('(b) kill -9 of the master under load: a replica is promoted, contenders see only LockConnectionError meanwhile and resume', async () => {
+    group = await SentinelGroup.start({ replicas: 1 });
+    const { master } = group;
+    const crew = await Promise.all(Array.from({ length: CONTENDERS }, () => makeService({ redis: group!.clientOptions(), ttl: 1_000, waiterLease: 1_000, waitTimeout: 5_000 })));
+    const contenders = new LockContenders(crew, calls, { key: 'b:key', holdMs: 2, backoffMs: 20 });
+    contenders.start();
+    await sleep(1_000);
+
+    const oldPid = master.pid;
+    const killedAt = hrMs();
+    expect((await master.kill9()).signal).toBe('SIGKILL');
+    expect(isAlive(oldPid)).toBe(false);
+    const promoted = await group.waitForFailover(master.port, FAILOVER_BOUND_MS);
+    const failoverAt = hrMs();
+    expect(promoted).toBe(group.replicas[0].port);
+
+    // Run until the contenders have worked on the new master for a while (or give up).
+    const giveUpAt = failoverAt + RESUME_AFTER_FAILOVER_MS + 2_000;
+    while (hrMs() < giveUpAt && contenders.grantsBetween(failoverAt).length < 100) await sleep(50);
+    await contenders.stop();
+
+    const before = contenders.grantsBetween(0, killedAt);
+    const after = contenders.grantsBetween(killedAt);
+    const firstAfter = after[0]?.at;
+    const history = checkHistory(contenders.grants);
+    const errorNames = countBy(contenders.failures.map((f) => `${f.operation}: ${(f.error as Error)?.constructor?.name}`));
+    console.log(
+      `T6 (b) failover ${(failoverAt - killedAt).toFixed(0)} ms after kill -9; grants: ${before.length} before, ${after.length} after ` +
+        `(first ${firstAfter === undefined ? 'never' : `${(firstAfter - killedAt).toFixed(0)} ms after the kill`}); ` +
+        `errors ${JSON.stringify(errorNames)}; overlaps ${history.overlaps.length}, fence violations ${history.fenceViolations.length}`,
+    );
+    expect(before.length).toBeGreaterThan(50);
+    expect(firstAfter).toBeDefined();
+    expect(firstAfter! - failoverAt).toBeLessThan(RESUME_AFTER_FAILOVER_MS);
+    expect(contenders.grantsBetween(failoverAt).length).toBeGreaterThanOrEqual(100);
+    // Never "busy" or "timed out" for a server that is gone: the lock state was unknown, and said so.
+    for (const f of contenders.failures) expect(f.error).toBeInstanceOf(LockConnectionError);
+    expect(contenders.failures.length).toBeGreaterThan(0);
+    // Without replica acknowledgement a grant that had not reached the replica can be granted again
+    // (see sentinel-replica-acks.spec.ts); a plain kill -9 on loopback rarely hits that window, so
+    // it is reported here, not asserted.
+  });
+});
+
+function countBy(values: readonly string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const v of values) counts[v] = (counts[v] ?? 0) + 1;
+  return counts;
+}

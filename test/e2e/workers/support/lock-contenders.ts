@@ -1,0 +1,87 @@
+/**
+ * Several LockServices in this process taking one key in a loop (T6 failover load). Each grant is
+ * logged as a critical section on the host's monotonic clock with its fencing token, so the
+ * history checker can prove no two holders were inside at once and fences rose in enter order.
+ * A section ends when the holder leaves it or when the library says the lease was lost, whichever
+ * is first: a holder told "lost" is no longer relying on the lock.
+ */
+import { Lock, LockService } from '../../../../lib';
+import type { Section } from '../../../harness/history';
+import { SettleTracker } from './settle-tracker';
+import { hrMs, sleep } from './timing';
+
+export interface Grant extends Section {
+  /** When acquire() resolved (hrMs). */
+  at: number;
+}
+
+export interface Failure {
+  at: number;
+  operation: 'acquire' | 'release';
+  error: unknown;
+}
+
+export interface ContenderOptions {
+  key: string;
+  /** Time spent inside the section. */
+  holdMs: number;
+  /** Pause after a failed call, so a dead Redis does not turn the loop into a busy spin. */
+  backoffMs: number;
+}
+
+const stamp = (): string => process.hrtime.bigint().toString();
+
+export class LockContenders {
+  readonly grants: Grant[] = [];
+  readonly failures: Failure[] = [];
+  private running = false;
+  private loops: Promise<void>[] = [];
+
+  constructor(
+    private readonly services: readonly LockService[],
+    private readonly calls: SettleTracker,
+    private readonly options: ContenderOptions,
+  ) {}
+
+  start(): void {
+    this.running = true;
+    this.loops = this.services.map((service, i) => this.loop(service, i));
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.loops);
+  }
+
+  grantsBetween(from: number, to = Infinity): Grant[] {
+    return this.grants.filter((g) => g.at >= from && g.at < to);
+  }
+
+  private async loop(service: LockService, worker: number): Promise<void> {
+    const { key, holdMs, backoffMs } = this.options;
+    while (this.running) {
+      let lock: Lock;
+      try {
+        lock = await this.calls.track(`w${worker} acquire`, service.acquire(key));
+      } catch (error) {
+        this.failures.push({ at: hrMs(), operation: 'acquire', error });
+        await sleep(backoffMs);
+        continue;
+      }
+      const grant: Grant = { worker, key, token: lock.token, fence: lock.fencingToken, at: hrMs(), enterAt: stamp(), exitAt: '' };
+      const signal = lock.signal;
+      const onLost = () => (grant.lostAt = stamp());
+      signal.addEventListener('abort', onLost, { once: true });
+      await sleep(holdMs);
+      signal.removeEventListener('abort', onLost);
+      grant.exitAt = grant.lostAt ?? stamp();
+      this.grants.push(grant);
+      try {
+        await this.calls.track(`w${worker} release`, lock.release());
+      } catch (error) {
+        this.failures.push({ at: hrMs(), operation: 'release', error });
+        await sleep(backoffMs);
+      }
+    }
+  }
+}
