@@ -136,6 +136,7 @@ async function waitForTurn(
       const handover = listener.handover;
       if (handover) {
         queued = false;
+        if (ctx.store.replicaAcks) return await confirmedHandover(ctx, keys, token, handover.fence, options.ttl);
         return validLease(ctx, keys, token, newLease(keys, handover.fence, options.ttl, lastBusySentAt, handover.validFor), lastBusySentAt);
       }
       if (ctx.shutdown.aborted) throw shuttingDown(keys);
@@ -165,6 +166,25 @@ async function waitForTurn(
   } finally {
     listener.stop();
   }
+}
+
+/**
+ * With `replicaAcks`: a lock handed over by a release counts only once replicas confirmed it (see
+ * RedisLockStore.confirmHandover); the confirming renewal restarts the lease at `ttl`.
+ */
+async function confirmedHandover(ctx: AcquireContext, keys: LockRedisKeys, token: string, fence: number, ttl: number): Promise<Lease> {
+  const sentAt = monotonicNow();
+  let ours: boolean;
+  try {
+    ours = await ctx.store.confirmHandover(keys, token, ttl);
+  } catch (error) {
+    abandonQuietly(ctx, keys, token);
+    throw error;
+  }
+  if (!ours) {
+    throw new LockConnectionError(`Lock "${keys.key}" was handed to us, but had expired before replicas could confirm it; try again.`, 'acquire');
+  }
+  return validLease(ctx, keys, token, newLease(keys, fence, ttl, sentAt), sentAt);
 }
 
 /** The lease an attempt that took the lock was granted; gives the lock back and throws when it cannot be used. */

@@ -18,6 +18,7 @@ import { LockRuntime, LockStats, emptyStats } from './lock-runtime';
 import { ResolvedLockOptions, ResolvedModuleOptions, resolveLockOptions, resolveModuleOptions } from './options/resolve-options';
 import { RedisConnection, closeConnection, createRedisConnection, waitUntilReady } from './redis/redis-connection';
 import { RedisLockStore } from './redis/redis-lock-store';
+import { ReplicaAcks } from './redis/replica-acks';
 import { WakeChannel } from './redis/wake-channel';
 import { Watchdog } from './watchdog';
 
@@ -55,8 +56,9 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     this.connection = createRedisConnection(options.redis, this.settings.commandTimeout);
     if (this.connection.owned) this.reportConnectionHealth();
     const { client } = this.connection;
-    const { keyPrefix, commandTimeout, waiterLease } = this.settings;
-    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease);
+    const { keyPrefix, commandTimeout, waiterLease, replicaAcks, replicaAckTimeout } = this.settings;
+    const acks = replicaAcks > 0 ? new ReplicaAcks(replicaAcks, replicaAckTimeout) : undefined;
+    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease, acks);
     this.wakeChannel = new WakeChannel(client, this.store.channelPrefix + this.serviceId, commandTimeout, this.logger);
     this.watchdog = new Watchdog(this.store, this.logger, this.stats);
     this.acquireContext = { store: this.store, wakeChannel: this.wakeChannel, waiterLease, shutdown: this.shutdown.signal };

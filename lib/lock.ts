@@ -151,7 +151,7 @@ export class Lock implements AsyncDisposable {
 
   /** `minHold` not reached yet: leave the keys to expire after `ms` instead of deleting them (owner-checked). */
   private async shortenTo(ms: number): Promise<boolean> {
-    const results = await Promise.all(this.leases.map((l) => this.runtime.store.extend(l.keys, this.token, ms)));
+    const results = await Promise.all(this.leases.map((l) => this.runtime.store.shorten(l.keys, this.token, ms)));
     return results.every(Boolean);
   }
 

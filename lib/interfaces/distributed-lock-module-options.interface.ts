@@ -18,4 +18,16 @@ export interface DistributedLockModuleOptions extends LockOptions {
   waiterLease?: number;
   /** Bound of releasing held locks and closing connections at application shutdown, in ms. @default 5000 */
   shutdownTimeout?: number;
+  /**
+   * Replicas that must confirm (Redis `WAIT`) every acquire, extend and watchdog renewal before it
+   * counts. 0 (off): a lock the primary granted but had not replicated yet can be granted again
+   * after a failover. With n: an acquire fewer replicas confirmed is given back and rejected with
+   * `LockConnectionError`, and an unconfirmed renewal does not prolong the lease. Set it to the
+   * number of replicas you run: any one of them may be promoted, and `WAIT 1` with two replicas
+   * says nothing about the one that is. Adds no round trip (WAIT goes in the same write); single
+   * Redis (Sentinel) only, not Redis Cluster. Integer 0 … 100. @default 0
+   */
+  replicaAcks?: number;
+  /** How long each confirmation waits for `replicaAcks` replicas, in ms; below `commandTimeout`. @default 500 */
+  replicaAckTimeout?: number;
 }

@@ -14,6 +14,8 @@ export const LOCK_DEFAULTS = {
   commandTimeout: 2_000,
   waiterLease: 3_000,
   shutdownTimeout: 5_000,
+  replicaAcks: 0,
+  replicaAckTimeout: 500,
 } as const;
 
 /** Largest value Node's timers accept (and the TTL ceiling of the contract). */

@@ -4,9 +4,11 @@ import type { Lock } from '../lock';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { LOCK_DEFAULTS } from './lock-defaults';
-import { assertBoolean, assertFunctionOrUndefined, assertIntegerMs, assertOneOf, describe } from './validate-options';
+import { assertBoolean, assertCount, assertFunctionOrUndefined, assertIntegerMs, assertOneOf, describe } from './validate-options';
 
 const POLICIES: readonly OnBusyPolicy[] = ['retry', 'throw', 'fail-fast'];
+/** More replicas than any real deployment runs: a larger value is a typo. */
+const MAX_REPLICA_ACKS = 100;
 
 /** Per-call options after defaults and validation: every field is set. Shared between calls: never mutate. */
 export interface ResolvedLockOptions {
@@ -26,6 +28,9 @@ export interface ResolvedModuleOptions {
   commandTimeout: number;
   waiterLease: number;
   shutdownTimeout: number;
+  /** 0: off. */
+  replicaAcks: number;
+  replicaAckTimeout: number;
   defaults: ResolvedLockOptions;
 }
 
@@ -79,11 +84,30 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
     throw new LockOptionsError('keyPrefix', `expected a string, got ${describe(keyPrefix)}.`);
   }
   const commandTimeout = assertIntegerMs('commandTimeout', options.commandTimeout ?? LOCK_DEFAULTS.commandTimeout, 1);
+  const replicaAcks = assertCount('replicaAcks', options.replicaAcks ?? LOCK_DEFAULTS.replicaAcks, 0, MAX_REPLICA_ACKS);
+  const replicaAckTimeout = assertIntegerMs('replicaAckTimeout', options.replicaAckTimeout ?? LOCK_DEFAULTS.replicaAckTimeout, 1);
+  if (replicaAcks > 0) assertReplicaAcksUsable(options.redis, replicaAckTimeout, commandTimeout);
   return {
     keyPrefix,
     commandTimeout,
     waiterLease: assertIntegerMs('waiterLease', options.waiterLease ?? LOCK_DEFAULTS.waiterLease, 30),
     shutdownTimeout: assertIntegerMs('shutdownTimeout', options.shutdownTimeout ?? LOCK_DEFAULTS.shutdownTimeout, 0),
+    replicaAcks,
+    replicaAckTimeout,
     defaults: resolveLockOptions(BUILT_IN, options, 'DistributedLockModule'),
   };
+}
+
+/**
+ * WAIT confirms the writes of one connection to one primary's replicas: a Cluster client spreads
+ * locks over several primaries (not supported). The confirmation must end before the command's
+ * own bound, or the caller would see a timeout instead of how many replicas confirmed.
+ */
+function assertReplicaAcksUsable(redis: unknown, replicaAckTimeout: number, commandTimeout: number): void {
+  if ((redis as { isCluster?: boolean } | null)?.isCluster === true) {
+    throw new LockOptionsError('replicaAcks', 'is not supported with a Redis Cluster client; use a single primary with replicas (e.g. under Sentinel), or leave it 0.');
+  }
+  if (replicaAckTimeout >= commandTimeout) {
+    throw new LockOptionsError('replicaAckTimeout', `must be below commandTimeout (${commandTimeout} ms), got ${replicaAckTimeout}.`);
+  }
 }

@@ -12,6 +12,13 @@ export function assertIntegerMs(option: string, value: unknown, min: number): nu
   return value;
 }
 
+export function assertCount(option: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new LockOptionsError(option, `expected an integer from ${min} to ${max}, got ${describe(value)}.`);
+  }
+  return value;
+}
+
 export function assertOneOf<T extends string>(option: string, value: unknown, allowed: readonly T[]): T {
   if (!allowed.includes(value as T)) {
     throw new LockOptionsError(option, `expected one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${describe(value)}.`);

@@ -82,15 +82,37 @@ export class ScriptRunner {
   }
 
   /**
+   * `script`, then WAIT with `waitArgs`, in one pipeline (one write, one round trip). WAIT counts
+   * the replicas that have every write this connection made so far, the script's included.
+   * Resolves with [script reply, replicas that confirmed]; a failed script rejects with its error
+   * (so a NOSCRIPT can be retried as `attempt` 1, like run()).
+   */
+  async runThenWait(script: LuaScript, args: readonly CommandArg[], waitArgs: readonly CommandArg[], attempt = 0): Promise<[unknown, number]> {
+    const pipeline = (this.client as Redis).pipeline();
+    if (attempt > 0 || !this.sent.has(script)) {
+      this.sent.add(script);
+      pipeline.eval(script.lua, script.numberOfKeys, ...args);
+    } else {
+      pipeline.evalsha(script.sha, script.numberOfKeys, ...args);
+    }
+    pipeline.call('WAIT', ...waitArgs);
+    const [[scriptError, reply], [waitError, acks]] = ((await pipeline.exec()) ?? []) as PipelineResults;
+    if (scriptError) throw scriptError;
+    if (waitError) throw waitError;
+    return [reply, Number(acks)];
+  }
+
+  /**
    * `script` once per argument list, in one pipeline (one round trip, single Redis only). Commands
    * of a pipeline run in order, so on first use the first entry goes as EVAL and caches the script
    * for the EVALSHAs behind it; if the server lost its cache since, the round is sent again that way.
-   * `send` bounds each round trip.
+   * `send` bounds each round trip. With `waitArgs`, a WAIT closes the pipeline (see runThenWait).
    */
   async runPipelined(
     script: LuaScript,
     argLists: ReadonlyArray<readonly CommandArg[]>,
     send: (exec: () => Promise<PipelineResults>) => Promise<PipelineResults>,
+    waitArgs?: readonly CommandArg[],
   ): Promise<PipelineResults> {
     const client = this.client as Redis;
     const round = (loadFirst: boolean) => {
@@ -99,6 +121,8 @@ export class ScriptRunner {
         if (i === 0 && loadFirst) pipeline.eval(script.lua, script.numberOfKeys, ...args);
         else pipeline.evalsha(script.sha, script.numberOfKeys, ...args);
       });
+      // Its reply (replicas that confirmed all of the above) comes last in the results.
+      if (waitArgs) pipeline.call('WAIT', ...waitArgs);
       return send(async () => (await pipeline.exec()) ?? []);
     };
     const firstUse = !this.sent.has(script);

@@ -1,8 +1,9 @@
-import type { Cluster } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { CommandDeadlines } from '../internal/command-deadlines';
 import { toConnectionError } from '../internal/connection-errors';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
-import { CommandArg, isNoScript, LuaScript, ScriptRunner } from './lua-script';
+import { CommandArg, isNoScript, LuaScript, PipelineResults, ScriptRunner } from './lua-script';
+import { connectedReplicasOf, ReplicaAcks } from './replica-acks';
 import { WriteBatcher } from './write-batcher';
 import { LOCK_SCRIPTS } from './scripts';
 import type { RedisClient } from './redis-connection';
@@ -21,6 +22,10 @@ export interface RenewRequest {
 /**
  * The one place that talks to Redis. Every method is one atomic script (one round trip), bounded
  * by `commandTimeout`, and reports transport trouble as `LockConnectionError`.
+ *
+ * With `replicaAcks`, a write that grants or prolongs a lease (acquire, extend, renew) is followed
+ * by WAIT in the same pipeline (still one round trip) and counts only when enough replicas
+ * confirmed it; without, the commands sent are exactly those of a plain call.
  */
 export class RedisLockStore {
   /** Prefix of every service's wake channel; the release script appends the waiter's service id. */
@@ -35,6 +40,8 @@ export class RedisLockStore {
     private readonly keyPrefix: string,
     commandTimeout: number,
     waiterLease: number,
+    /** Undefined: no replica confirmation (the default). */
+    readonly replicaAcks?: ReplicaAcks,
   ) {
     this.waiterLease = String(waiterLease);
     this.channelPrefix = waiterChannelPrefix(keyPrefix);
@@ -58,7 +65,18 @@ export class RedisLockStore {
       args.push(this.waiterLease);
       if (retry) args.push('1');
     }
+    if (this.replicaAcks) return this.confirmedScript(LOCK_SCRIPTS.acquire, 'acquire', keys.key, args, acquireReply, (r) => r.acquired);
     return this.script(LOCK_SCRIPTS.acquire, 'acquire', args, acquireReply);
+  }
+
+  /**
+   * With `replicaAcks`: confirms a lock a release handed to `token` (pub/sub handover). WAIT counts
+   * only this connection's writes and that grant ran on the releaser's, so an owner-checked renewal
+   * of our own is confirmed instead: replication is one ordered stream, so a replica that has our
+   * renewal has the grant before it. Resolves false when the lock is not ours any more.
+   */
+  confirmHandover(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
+    return this.confirmedScript(LOCK_SCRIPTS.renew, 'acquire', keys.key, [keys.lock, token, String(ttl)], isOne, (r) => r);
   }
 
   /** Owner-checked release: whether it was still ours, and whether a waiter got it straight away. */
@@ -66,7 +84,18 @@ export class RedisLockStore {
     return this.script(LOCK_SCRIPTS.release, 'release', this.handoverArgs(keys, token), releaseOutcome);
   }
 
+  /** Owner-checked; with `replicaAcks` it counts only when confirmed (else rejects, lease not prolonged). */
   extend(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
+    const args = [keys.lock, token, String(ttl)];
+    if (this.replicaAcks) return this.confirmedScript(LOCK_SCRIPTS.renew, 'extend', keys.key, args, isOne, (r) => r);
+    return this.script(LOCK_SCRIPTS.renew, 'extend', args, isOne);
+  }
+
+  /**
+   * Sets the remaining lease of our lock to `ttl` without replica confirmation: for shortening
+   * (minHold at release), where a replica that missed it only keeps the lock longer — the safe side.
+   */
+  shorten(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
     return this.script(LOCK_SCRIPTS.renew, 'extend', [keys.lock, token, String(ttl)], isOne);
   }
 
@@ -93,14 +122,59 @@ export class RedisLockStore {
     }
     try {
       const argLists = requests.map((r) => [r.keys.lock, r.token, String(r.ttl)]);
-      const results = await this.scripts.runPipelined(LOCK_SCRIPTS.renew, argLists, (exec) => this.deadlines.bound('renew', exec));
-      return requests.map((_, i) => {
+      const acks = this.replicaAcks;
+      const send = (exec: () => Promise<PipelineResults>) => this.deadlines.bound('renew', exec);
+      const results = await this.scripts.runPipelined(LOCK_SCRIPTS.renew, argLists, send, acks?.waitArgs);
+      const renewed = requests.map((_, i) => {
         const [error, value] = results[i] ?? [new Error('no reply'), null];
         return error ? toConnectionError('renew', error) : value === 1;
       });
+      return acks ? this.withConfirmation(acks, requests, renewed, results[requests.length]) : renewed;
     } catch (error) {
       const failure = toConnectionError('renew', error);
       return requests.map(() => failure);
+    }
+  }
+
+  /** Renewals that succeeded on the primary count only if the pipeline's closing WAIT saw enough replicas. */
+  private async withConfirmation(
+    acks: ReplicaAcks,
+    requests: readonly RenewRequest[],
+    renewed: Array<boolean | Error>,
+    [waitError, confirmed]: [Error | null, unknown] = [new Error('no reply'), null],
+  ): Promise<Array<boolean | Error>> {
+    if (waitError) return renewed.map((r) => (r === true ? toConnectionError('renew', waitError) : r));
+    if (Number(confirmed) >= acks.required || !renewed.includes(true)) return renewed;
+    const connected = await this.connectedReplicas();
+    return renewed.map((r, i) => (r === true ? acks.unconfirmed('renew', requests[i].keys.key, Number(confirmed), connected) : r));
+  }
+
+  /**
+   * `script` then WAIT, one round trip. When `wrote(result)` (it granted or prolonged a lease) but
+   * fewer replicas than required confirmed, rejects with the explanation; an acquire's caller then
+   * gives the lock back (its error path abandons, owner-checked).
+   */
+  private async confirmedScript<T>(
+    script: LuaScript,
+    operation: string,
+    key: string,
+    args: CommandArg[],
+    parse: (reply: unknown) => T,
+    wrote: (result: T) => boolean,
+  ): Promise<T> {
+    const acks = this.replicaAcks!;
+    const [reply, confirmed] = await this.deadlines.bound(operation, (attempt) => this.scripts.runThenWait(script, args, acks.waitArgs, attempt), undefined, isNoScript);
+    const result = parse(reply);
+    if (wrote(result) && confirmed < acks.required) throw acks.unconfirmed(operation, key, confirmed, await this.connectedReplicas());
+    return result;
+  }
+
+  /** Replicas the primary has connected (for an error message); undefined when it cannot be asked. */
+  private async connectedReplicas(): Promise<number | undefined> {
+    try {
+      return connectedReplicasOf(await this.deadlines.bound('info', () => (this.client as Redis).info('replication')));
+    } catch {
+      return undefined;
     }
   }
 

@@ -12,6 +12,11 @@ export interface SentinelGroupOptions {
   replicas?: number;
   /** A master silent this long is subjectively down for a Sentinel. @default 500 */
   downAfterMs?: number;
+  /**
+   * `replica-priority` of each replica (lower wins the promotion; Redis' default is 100), so a test
+   * can decide which replica a failover promotes.
+   */
+  replicaPriorities?: number[];
   /** Sentinel's failover-timeout (also: how long before a failed election is retried, doubled). @default 2000 */
   failoverTimeoutMs?: number;
 }
@@ -51,7 +56,8 @@ export class SentinelGroup {
       started.push(master);
       const replicas: RedisProcess[] = [];
       for (let i = 0; i < replicaCount; i++) {
-        const replica = await RedisProcess.start({ args: [...FAST_SYNC, '--replicaof', HOST, String(master.port)] });
+        const priority = String(opts.replicaPriorities?.[i] ?? 100);
+        const replica = await RedisProcess.start({ args: [...FAST_SYNC, '--replica-priority', priority, '--replicaof', HOST, String(master.port)] });
         started.push(replica);
         replicas.push(replica);
       }
@@ -127,6 +133,17 @@ export class SentinelGroup {
   async onlineReplicas(port: number): Promise<number> {
     const info = await this.nodeClient(this.dataNode(port)).info('replication');
     return (info.match(/^slave\d+:.*state=online/gm) ?? []).length;
+  }
+
+  /** Whether the replica on `port` has noticed that its master is gone (it applied everything it received). */
+  async replicaLinkDown(port: number): Promise<boolean> {
+    const info = await this.nodeClient(this.dataNode(port)).info('replication');
+    return /^master_link_status:down/m.test(info);
+  }
+
+  /** A harness client to a data node (reused; closed by stop()). */
+  clientOf(port: number): Redis {
+    return this.nodeClient(this.dataNode(port));
   }
 
   /** Stops every process of the group (and the clients the harness made to them). */

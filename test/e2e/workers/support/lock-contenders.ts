@@ -2,8 +2,8 @@
  * Several LockServices in this process taking one key in a loop (T6 failover load). Each grant is
  * logged as a critical section on the host's monotonic clock with its fencing token, so the
  * history checker can prove no two holders were inside at once and fences rose in enter order.
- * A section ends when the holder leaves it or when the library says the lease was lost, whichever
- * is first: a holder told "lost" is no longer relying on the lock.
+ * A section ends when the holder leaves it, when the library says the lease was lost, or at the
+ * lease's deadline, whichever is first: from then on the holder is not relying on the lock.
  */
 import { Lock, LockService } from '../../../../lib';
 import type { Section } from '../../../harness/history';
@@ -30,6 +30,17 @@ export interface ContenderOptions {
 }
 
 const stamp = (): string => process.hrtime.bigint().toString();
+
+/**
+ * Now, or the lease's deadline if that passed already: a holder may rely on the lock until then
+ * (isHeld()), not longer. A stalled event loop can run the end of the section before the timer that
+ * would have reported the loss.
+ */
+function exitStamp(lock: Lock): string {
+  const now = process.hrtime.bigint();
+  const overdueMs = performance.now() - lock.deadline;
+  return (overdueMs > 0 ? now - BigInt(Math.round(overdueMs * 1e6)) : now).toString();
+}
 
 export class LockContenders {
   readonly grants: Grant[] = [];
@@ -74,7 +85,7 @@ export class LockContenders {
       signal.addEventListener('abort', onLost, { once: true });
       await sleep(holdMs);
       signal.removeEventListener('abort', onLost);
-      grant.exitAt = grant.lostAt ?? stamp();
+      grant.exitAt = grant.lostAt ?? exitStamp(lock);
       this.grants.push(grant);
       try {
         await this.calls.track(`w${worker} release`, lock.release());

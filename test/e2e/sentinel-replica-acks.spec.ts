@@ -1,0 +1,266 @@
+/**
+ * T6 — replicaAcks: a lock (or renewal) that has not reached the replicas is reported, never
+ * handed out, so a failover cannot grant it twice.
+ *
+ * A replica is made to lag for real: it is frozen (SIGSTOP) and the master is given more data than
+ * the kernel's socket buffers hold, so the lock writes behind it exist only in the dying master's
+ * memory when it is killed (-9). With replicaAcks equal to the number of replicas no such lock is
+ * handed out; with fewer (the control) the promoted replica grants locks a second time.
+ */
+import type Redis from 'ioredis';
+import { DistributedLockModuleOptions, LockConnectionError, LockLostError, LockOptionsError, LockService } from '../../lib';
+import { checkHistory } from '../harness/history';
+import { pingOnce } from '../harness/redis-ping';
+import { killSurvivors } from '../harness/redis-process';
+import { SentinelGroup } from '../harness/sentinel-group';
+import { expectCleanClose, expectNothingLeft, startService, UnhandledRejections } from './workers/support/fault-helpers';
+import { LockContenders } from './workers/support/lock-contenders';
+import { SettleTracker } from './workers/support/settle-tracker';
+import { abortOf, hrMs, isAlive, pollUntil, sleep, timed } from './workers/support/timing';
+
+const COMMAND_TIMEOUT = 1_000;
+const ACK_TIMEOUT = 200;
+/** Scheduling on a loaded 2-core box; bounds below are the configured bound + this. */
+const SLACK = 150;
+const KEY = 't6a:{k}';
+
+describe('T6 replicaAcks', () => {
+  let group: SentinelGroup | undefined;
+  const unhandled = new UnhandledRejections();
+  let calls: SettleTracker;
+  let services: LockService[];
+
+  beforeAll(() => unhandled.start());
+
+  beforeEach(() => {
+    calls = new SettleTracker();
+    services = [];
+  });
+
+  afterEach(async () => {
+    for (const r of group?.replicas ?? []) {
+      try {
+        r.resume();
+      } catch {
+        // killed by the case
+      }
+    }
+    await expectCleanClose(calls, services);
+    expectNothingLeft(calls, unhandled);
+    await group?.stop();
+    group = undefined;
+  });
+
+  afterAll(async () => {
+    await sleep(50);
+    unhandled.stop();
+    expect(unhandled.seen).toEqual([]);
+  });
+  afterAll(() => expect(killSurvivors()).toEqual([]));
+
+  const makeService = (options: DistributedLockModuleOptions): Promise<LockService> =>
+    startService(services, { keyPrefix: 't6a:', commandTimeout: COMMAND_TIMEOUT, replicaAckTimeout: ACK_TIMEOUT, shutdownTimeout: 1_000, ...options });
+
+  it('validates the option: integer 0 … 100, below commandTimeout, not with a Cluster client', () => {
+    const build = (o: Partial<DistributedLockModuleOptions>) => () => new LockService({ redis: { lazyConnect: true }, ...o });
+    expect(build({ replicaAcks: -1 })).toThrow(LockOptionsError);
+    expect(build({ replicaAcks: 1.5 })).toThrow(/Invalid option "replicaAcks": expected an integer from 0 to 100, got 1.5/);
+    expect(build({ replicaAcks: '1' as unknown as number })).toThrow(/"replicaAcks"/);
+    expect(build({ replicaAcks: 1, commandTimeout: 300, replicaAckTimeout: 300 })).toThrow(/"replicaAckTimeout": must be below commandTimeout \(300 ms\)/);
+    const cluster = { isCluster: true, defineCommand: () => undefined, duplicate: () => undefined } as unknown as DistributedLockModuleOptions['redis'];
+    expect(() => new LockService({ redis: cluster, replicaAcks: 1 })).toThrow(/"replicaAcks": is not supported with a Redis Cluster client/);
+  });
+
+  it('(a) replica frozen: acquire rejects within its bound, says why, and gives the key back; extend and renewals do not prolong the lease', async () => {
+    group = await SentinelGroup.start({ replicas: 1 });
+    const replica = group.replicas[0];
+    const client = group.master.client();
+    const acked = await makeService({ redis: group.clientOptions(), replicaAcks: 1, ttl: 900 });
+    // Redis runs one connection's commands in order and WAIT blocks that connection, so the held
+    // lock (renewed with a WAIT every 300 ms) lives on a connection of its own: the acquire measured
+    // below waits for its own confirmation only.
+    const holder = await makeService({ redis: group.clientOptions(), replicaAcks: 1, ttl: 900 });
+    const plain = await makeService({ redis: group.clientOptions(), ttl: 900 });
+    const held = await calls.track('acquire while healthy', holder.acquire('a:held'));
+    const lost = abortOf(held.signal);
+
+    replica.pause();
+    expect(await pingOnce(replica.port, replica.host, 150)).toBe(false);
+    expect(isAlive(replica.pid)).toBe(true);
+
+    const attempt = await timed(calls.track('acquire', acked.acquire('a:key')));
+    const message = (attempt.error as Error)?.message;
+    console.log(`T6 acks (a) acquire with the replica frozen rejected after ${attempt.ms.toFixed(0)} ms: ${message}`);
+    expect(attempt.error).toBeInstanceOf(LockConnectionError);
+    expect(message).toContain('"a:key" was acquired on the primary, but only 0 of 1 replicas confirmed it within 200 ms; not returned because a failover now could grant it twice');
+    expect(attempt.ms).toBeGreaterThanOrEqual(ACK_TIMEOUT - 5);
+    expect(attempt.ms).toBeLessThanOrEqual(ACK_TIMEOUT + SLACK);
+    // Given back, owner-checked: the key is free on the primary at once.
+    expect(await pollUntil(async () => (await client.exists('t6a:{a:key}')) === 0, 200)).toBe(true);
+
+    // An extend is not confirmed either: it rejects, and the lease deadline stays where it was.
+    const deadline = held.deadline;
+    const extend = await timed(calls.track('extend', held.extend(5_000)));
+    expect(extend.error).toBeInstanceOf(LockConnectionError);
+    expect((extend.error as Error).message).toMatch(/The extend of lock "a:held" reached the primary, but only 0 of 1 replicas confirmed it/);
+    expect(held.deadline).toBe(deadline);
+    // Renewals meet the same fate, so the lease runs out and the holder is told.
+    const abort = await lost;
+    expect(abort.reason).toBeInstanceOf(LockLostError);
+    expect(holder.getStats().renewalErrors).toBeGreaterThanOrEqual(1);
+
+    // Control: without replicaAcks the same situation hands the lock out (it exists on the primary only).
+    const unconfirmed = await calls.track('acquire without replicaAcks', plain.acquire('a:key'));
+    expect(await client.get('t6a:{a:key}')).toBe(unconfirmed.token);
+    expect(await calls.track('release', unconfirmed.release())).toBe(true);
+
+    replica.resume();
+    const after = await calls.track('acquire after the thaw', acked.acquire('a:key'));
+    expect(await calls.track('release after the thaw', after.release())).toBe(true);
+
+    // A replica that is gone (not just slow): the message says how many are connected.
+    await replica.kill9();
+    expect(await pollUntil(async () => (await group!.connectedReplicas(group!.master.port)) === 0, 2_000)).toBe(true);
+    const gone = await timed(calls.track('acquire with no replica', acked.acquire('a:key')));
+    console.log(`T6 acks (a) with the replica gone: ${(gone.error as Error)?.message}`);
+    expect(gone.error).toBeInstanceOf(LockConnectionError);
+    expect((gone.error as Error).message).toContain('(requires 1, 0 connected)');
+  });
+
+  it('(b) replica healthy: acquire succeeds, and WAIT rides in the same write (one round trip); without the option not a single WAIT is sent', async () => {
+    group = await SentinelGroup.start({ replicas: 1 });
+    const stats = group.master.client();
+    // Clients of our own, so their socket writes can be counted (the module never closes them).
+    const ackedClient = group.master.client({ maxRetriesPerRequest: 0 });
+    const plainClient = group.master.client({ maxRetriesPerRequest: 0 });
+    const acked = await makeService({ redis: ackedClient, replicaAcks: 1 });
+    const plain = await makeService({ redis: plainClient });
+    // First use sends EVAL (the server caches the script); measure the steady state after it.
+    for (const s of [acked, plain]) await (await s.acquire('b:key')).release();
+
+    const measure = async (service: LockService, client: Redis) => {
+      await stats.config('RESETSTAT');
+      const writes = countWrites(client);
+      const started = hrMs();
+      const lock = await calls.track('acquire', service.acquire('b:key'));
+      const ms = hrMs() - started;
+      const acquireWrites = writes.stop();
+      expect(await stats.get('t6a:{b:key}')).toBe(lock.token);
+      // The replica already has it: the confirmation was real.
+      expect(await group!.replicas[0].client().get('t6a:{b:key}')).toBe(lock.token);
+      await lock.release();
+      return { ms, acquireWrites, commands: commandCalls(await stats.info('commandstats')) };
+    };
+    const withAcks = await measure(acked, ackedClient);
+    const without = await measure(plain, plainClient);
+    console.log(`T6 acks (b) acquire with replicaAcks: ${withAcks.ms.toFixed(2)} ms, ${JSON.stringify(withAcks)}; without: ${without.ms.toFixed(2)} ms, ${JSON.stringify(without)}`);
+    expect(withAcks.acquireWrites).toBe(1);
+    expect(withAcks.commands).toEqual({ evalsha: 2, wait: 1 });
+    expect(without.acquireWrites).toBe(1);
+    expect(without.commands).toEqual({ evalsha: 2 });
+  });
+
+  // The control (replicaAcks 1 with 2 replicas: the healthy one confirms, the lagging one is
+  // promoted) must show the failure the real case prevents, so the checks provably can fail.
+  it.each([
+    { replicaAcks: 2, expectSafe: true },
+    { replicaAcks: 1, expectSafe: false },
+  ])('(c) kill -9 of the master under load, lagging replica promoted, replicaAcks $replicaAcks of 2', async ({ replicaAcks, expectSafe }) => {
+    // Replica 0 wins the promotion (lower priority number); it is the one made to lag.
+    group = await SentinelGroup.start({ replicas: 2, replicaPriorities: [1, 100] });
+    const { master } = group;
+    const [lagging] = group.replicas;
+    const crew = await Promise.all(
+      Array.from({ length: 4 }, () => makeService({ redis: group!.clientOptions(), replicaAcks, ttl: 1_000, waiterLease: 1_000, waitTimeout: 5_000 })),
+    );
+    const contenders = new LockContenders(crew, calls, { key: 'c:key', holdMs: 2, backoffMs: 20 });
+    contenders.start();
+    await sleep(800);
+
+    lagging.pause();
+    const frozenAt = hrMs();
+    await overflowSocketBuffers(master.client());
+    await sleep(300);
+    const oldPid = master.pid;
+    const killedAt = hrMs();
+    await master.kill9();
+    expect(isAlive(oldPid)).toBe(false);
+    lagging.resume();
+    // Once the replica saw its master go, its data is what the promotion keeps: read the fencing counter then.
+    expect(await pollUntil(() => group!.replicaLinkDown(lagging.port), 5_000, 20)).toBe(true);
+    const promotedFence = Number((await group.clientOf(lagging.port).get(`t6a:{c:key}:f`)) ?? 0);
+    const promoted = await group.waitForFailover(master.port, 15_000);
+    const failoverAt = hrMs();
+    expect(promoted).toBe(lagging.port);
+
+    const giveUpAt = failoverAt + 3_000;
+    while (hrMs() < giveUpAt && contenders.grantsBetween(failoverAt).length < 100) await sleep(50);
+    await contenders.stop();
+
+    const byOldMaster = contenders.grantsBetween(0, failoverAt);
+    const notOnPromoted = byOldMaster.filter((g) => Number(g.fence) > promotedFence);
+    const history = checkHistory(contenders.grants);
+    const duringFreeze = contenders.grantsBetween(frozenAt, killedAt);
+    const errors = contenders.failures.map((f) => f.error as Error);
+    const afterFailover = contenders.failures.filter((f) => f.at > failoverAt).map((f) => (f.error as Error).message);
+    console.log(
+      `T6 acks (c) replicaAcks ${replicaAcks}: failover ${(failoverAt - killedAt).toFixed(0)} ms after kill -9; grants ${byOldMaster.length} by the old master ` +
+        `(${duringFreeze.length} while the replica lagged), ${contenders.grantsBetween(failoverAt).length} after the failover; ` +
+        `handed out but not on the promoted replica ${notOnPromoted.length}; overlaps ${history.overlaps.length}, fence violations ${history.fenceViolations.length}; ` +
+        `errors ${errors.length} (${errors.filter((e) => /replicas confirmed/.test(e.message)).length} unconfirmed); ` +
+        `after the failover: ${afterFailover[afterFailover.length - 1] ?? 'none'}`,
+    );
+    for (const e of errors) expect(e).toBeInstanceOf(LockConnectionError);
+    expect(byOldMaster.length).toBeGreaterThan(50);
+    if (expectSafe) {
+      expect(notOnPromoted).toEqual([]);
+      expect(history.overlaps).toEqual([]);
+      expect(history.fenceViolations).toEqual([]);
+      // The old master is gone, so the new one has one replica: nothing can be confirmed, and the errors say so.
+      expect(afterFailover.length).toBeGreaterThan(0);
+      expect(afterFailover[afterFailover.length - 1]).toContain('(requires 2, 1 connected)');
+    } else {
+      expect(notOnPromoted.length).toBeGreaterThan(0);
+      expect(history.fenceViolations.length + history.overlaps.length).toBeGreaterThan(0);
+    }
+  });
+});
+
+/**
+ * 64 MB for the master to send to its replicas: more than a loopback socket's send and receive
+ * buffers hold together (here 4 + 32 MB), so what the master writes after it stays in its own
+ * memory while the replica is frozen, and dies with it.
+ */
+async function overflowSocketBuffers(client: Redis): Promise<void> {
+  const chunk = Buffer.alloc(8 * 1024 * 1024, 'x');
+  for (let i = 0; i < 8; i++) await client.set(`t6a:ballast:${i}`, chunk);
+}
+
+/** Counts the socket writes of an ioredis client until stop(). */
+function countWrites(client: Redis): { stop: () => number } {
+  const stream = client.stream as unknown as { write: (...args: unknown[]) => boolean };
+  const original = stream.write;
+  let writes = 0;
+  stream.write = function (this: unknown, ...args: unknown[]) {
+    writes++;
+    return original.apply(this, args);
+  };
+  return {
+    stop: () => {
+      stream.write = original;
+      return writes;
+    },
+  };
+}
+
+/**
+ * Calls per command since CONFIG RESETSTAT, for the commands a lock call sends itself (INFO, CONFIG
+ * and GET are the test's; commands run inside scripts are counted by Redis too and left out).
+ */
+function commandCalls(info: string): Record<string, number> {
+  const calls: Record<string, number> = {};
+  for (const [, name, n] of info.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) {
+    if (['evalsha', 'eval', 'wait', 'exists'].includes(name)) calls[name] = Number(n);
+  }
+  return calls;
+}
