@@ -287,9 +287,10 @@ describe('LockService against a real redis-server', () => {
       }
       await lock.release();
       // Its notification and our reply are read in the same turn; the releaser yields one turn. Without
-      // that, the releaser's continuation always ran first (0 of 20 here); the margin allows a reply
-      // and a notification that arrive in different turns.
-      expect(waiterFirst).toBeGreaterThanOrEqual(16);
+      // that, the releaser's continuation always ran first (0 of 20 here). The margin allows a reply
+      // and a notification that arrive in different turns: 20 of 20 on an idle machine, 15 of 20
+      // measured while other test suites loaded both cores.
+      expect(waiterFirst).toBeGreaterThanOrEqual(12);
     });
 
     it('a waiter whose handover message is lost still gets the lock, at its next safety-net wake-up', async () => {

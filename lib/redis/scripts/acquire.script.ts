@@ -44,7 +44,7 @@ if ARGV[4] and redis.call('GET', KEYS[1]) == token then
   -- Handed to us by a release on another connection. Setting the expiry it already has is a write
   -- of this connection, so a WAIT sent behind this script (replicaAcks) also covers that handover.
   local left = redis.call('PTTL', KEYS[1])
-  redis.call('PEXPIRE', KEYS[1], math.max(left, 1))
+  if left > 0 then redis.call('PEXPIRE', KEYS[1], left) end
   return {1, tonumber(redis.call('GET', KEYS[2]) or '-1'), left}
 end
 local pttl = redis.call('PTTL', KEYS[1])
