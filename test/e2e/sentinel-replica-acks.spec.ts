@@ -220,8 +220,12 @@ describe('T6 replicaAcks', () => {
       expect(afterFailover.length).toBeGreaterThan(0);
       expect(afterFailover[afterFailover.length - 1]).toContain('(requires 2, 1 connected)');
     } else {
+      // Grants the promoted replica never had: with a longer section, each would be a lock granted twice.
       expect(notOnPromoted.length).toBeGreaterThan(0);
-      expect(history.fenceViolations.length + history.overlaps.length).toBeGreaterThan(0);
+      // Their fencing tokens are still below every token the new primary hands out (tokens come from
+      // the server clock, not from the counter the failover rolled back), so a fenced store rejects
+      // the stale holders' writes. A plain INCR counter gave 55–60 tokens a second time here.
+      expect(history.fenceViolations).toEqual([]);
     }
   });
 });

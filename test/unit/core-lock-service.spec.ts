@@ -147,25 +147,44 @@ describe('LockService against a real redis-server', () => {
       expect(Number.isSafeInteger(seen[seen.length - 1])).toBe(true);
     });
 
-    it('keep their counter for an hour after it was seeded, and keep increasing when it lapsed', async () => {
+    it('are the Redis server time in µs, kept an hour after the last acquisition, and stay above earlier tokens when rolled back, ahead of the clock or lost', async () => {
       const locks = await pool.make();
+      const serverMicros = async () => {
+        const [sec, micros] = await client.time();
+        return Number(sec) * 1_000_000 + Number(micros);
+      };
+      const before = await serverMicros();
       const first = await locks.acquire('fence:3');
       await first.release();
-      const retention = await client.pttl('test:{fence:3}:f');
-      expect(retention).toBeGreaterThan(3_590_000);
-      expect(retention).toBeLessThanOrEqual(3_600_000);
-      // Acquisitions do not extend it (no command spent on that); an unused key's counter is gone after the hour.
+      const after = await serverMicros();
+      // Taken from the clock, not counted from 1: a counter rolled back by a failover or a restart
+      // cannot hand out a token again.
+      expect(first.fencingToken).toBeGreaterThanOrEqual(before);
+      expect(first.fencingToken).toBeLessThanOrEqual(after);
+      expect(Number(await client.get('test:{fence:3}:f'))).toBe(first.fencingToken);
+      // Each acquisition keeps the last token for another hour.
       await client.pexpire('test:{fence:3}:f', 60_000);
       const second = await locks.acquire('fence:3');
       await second.release();
-      expect(second.fencingToken).toBe(first.fencingToken + 1);
-      expect(await client.pttl('test:{fence:3}:f')).toBeLessThanOrEqual(60_000);
-      // What the end of that time does: the counter is gone, the next one is seeded from the server clock.
-      await client.del('test:{fence:3}:f');
+      expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
+      expect(await client.pttl('test:{fence:3}:f')).toBeGreaterThan(3_590_000);
+      // Rolled back, as on a replica promoted before it got the last grants: still above them all.
+      await client.set('test:{fence:3}:f', String(first.fencingToken - 5));
+      const afterRollback = await locks.acquire('fence:3');
+      await afterRollback.release();
+      expect(afterRollback.fencingToken).toBeGreaterThan(second.fencingToken);
+      // A last token ahead of the clock (the server clock stepped back): the next one is above it.
+      const ahead = (await serverMicros()) + 10_000_000_000;
+      await client.set('test:{fence:3}:f', String(ahead));
       const third = await locks.acquire('fence:3');
       await third.release();
-      expect(third.fencingToken).toBeGreaterThan(second.fencingToken);
-      expect(Number.isSafeInteger(third.fencingToken)).toBe(true);
+      expect(third.fencingToken).toBe(ahead + 1);
+      // Lost altogether (eviction, restart): the clock alone is still above every token it handed out.
+      await client.del('test:{fence:3}:f');
+      const fourth = await locks.acquire('fence:3');
+      await fourth.release();
+      expect(fourth.fencingToken).toBeGreaterThan(afterRollback.fencingToken);
+      expect(Number.isSafeInteger(fourth.fencingToken)).toBe(true);
     });
 
     it('keep increasing after Redis lost every key (restart without persistence)', async () => {

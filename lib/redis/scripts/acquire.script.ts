@@ -7,9 +7,9 @@ import { DROP_STALE_HEADS, NEXT_FENCE, SERVER_NOW } from './lua-snippets';
  * release handed it to us (see GRANT_NEXT_WAITER) and this attempt came before the notification.
  *
  * Every command here runs on every lock operation, so each path does only what it needs: the
- * uncontended one is LINDEX, SET NX, INCR (no clock, no queue scan); a first attempt on a busy key
- * skips the "handed to us?" check (a fresh token was never queued) and derives its queue position
- * from the head it already read.
+ * uncontended one is LINDEX, SET NX and the fencing token (TIME, GET, SET; no queue scan); a first
+ * attempt on a busy key skips the "handed to us?" check (a fresh token was never queued) and derives
+ * its queue position from the head it already read.
  *
  * KEYS: lock, fence, queue, waiters.
  * ARGV: token, ttl ms, [waiter lease ms: take or refresh a place in the queue when busy],

@@ -4,13 +4,13 @@
  *
  * Every command a script runs costs server time on every lock operation, and on a server that
  * sleeps between operations that time is paid with cold caches (measured here: a script that does
- * more work costs several times its warm price). So the uncontended paths touch no clock, no queue
- * scan and no string formatting; only waiting pays for the queue.
+ * more work costs several times its warm price). So the uncontended paths touch no queue scan and
+ * read the clock only for the fencing token; only waiting pays for the queue.
  */
 
 /**
- * How long a fencing counter lives after it was seeded (ms). Only how often a busy key's tokens jump
- * depends on it, never their order (see NEXT_FENCE); an unused key's counter is gone after it.
+ * How long a key's last fencing token is kept after its last acquisition (ms). It only has to
+ * outlive a step back of the server clock (see NEXT_FENCE); an unused key's token is gone after it.
  */
 const FENCE_RETENTION_MS = 3_600_000;
 
@@ -21,23 +21,24 @@ local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `;
 
 /**
- * The next fencing token of the key, as the Lua number `fence`. Strictly increasing per key: INCR of
- * the stored last one. When the counter is missing (first use, an hour after it was seeded, or lost
- * by a restart without persistence or an eviction) it is seeded with the server clock in µs, with
- * FENCE_RETENTION_MS to live. That seed is above every token handed out before: each of those was
- * at most the clock at its seeding plus one per acquisition since, and acquisitions run more than a
- * µs apart, so no token ever exceeds the clock at the moment it was handed out. Fences therefore keep
- * increasing across a lost counter as long as the server clock does not step back, and the counter's
- * lifetime needs no refreshing (one command less on every acquisition): a busy key's tokens just
- * jump once an hour.
+ * The next fencing token of the key, as the Lua number `fence`: the Redis server time in µs, or the
+ * last token + 1 when that is not above it (two grants in one µs, a clock stepped back).
+ *
+ * Why the clock and not a plain INCR: a counter is only as durable as Redis' data. A failover to a
+ * replica that had not received the last grants (replication is asynchronous), a restart without
+ * persistence or an eviction rolls a counter back, and the next holder would get a token an earlier
+ * holder already has: the fenced store could not tell them apart in exactly the case fencing exists
+ * for. A token taken from the clock is above every token handed out before as long as the server
+ * clock (after a failover: the new primary's) does not stand behind the old one's by more than the
+ * time between the lost grant and the next, seconds in any failover. Values stay below 2^53 (exact
+ * in Lua and JavaScript numbers) until the year 2255.
  */
 export const NEXT_FENCE = (fenceKey: string) => `
-local fence = redis.call('INCR', ${fenceKey})
-if fence == 1 then
-  local seed = redis.call('TIME')
-  fence = tonumber(seed[1]) * 1000000 + tonumber(seed[2])
-  redis.call('SET', ${fenceKey}, string.format('%.0f', fence), 'PX', ${FENCE_RETENTION_MS})
-end
+local fence_clock = redis.call('TIME')
+local fence = tonumber(fence_clock[1]) * 1000000 + tonumber(fence_clock[2])
+local last_fence = tonumber(redis.call('GET', ${fenceKey}) or '0')
+if fence <= last_fence then fence = last_fence + 1 end
+redis.call('SET', ${fenceKey}, string.format('%.0f', fence), 'PX', ${FENCE_RETENTION_MS})
 `;
 
 /**
