@@ -6,13 +6,11 @@
  * Each case first proves its fault: the old master's pid is gone and the Sentinels name another
  * master.
  */
-import { DistributedLockModuleOptions, LockConnectionError, LockService } from '../../lib';
+import { LockConnectionError } from '../../lib';
 import { checkHistory } from '../harness/history';
-import { killSurvivors } from '../harness/redis-process';
 import { SentinelGroup } from '../harness/sentinel-group';
-import { expectCleanClose, expectNothingLeft, startService, UnhandledRejections } from './workers/support/fault-helpers';
 import { LockContenders } from './workers/support/lock-contenders';
-import { SettleTracker } from './workers/support/settle-tracker';
+import { sentinelSuite } from './workers/support/sentinel-suite';
 import { hrMs, isAlive, sleep, timed } from './workers/support/timing';
 
 const COMMAND_TIMEOUT = 300;
@@ -27,45 +25,18 @@ const FAILOVER_BOUND_MS = 10_000;
 const RESUME_AFTER_FAILOVER_MS = 3_000;
 
 describe('T6 Sentinel failover', () => {
-  let group: SentinelGroup | undefined;
-  const unhandled = new UnhandledRejections();
-  let calls: SettleTracker;
-  let services: LockService[];
-
-  beforeAll(() => unhandled.start());
-
-  beforeEach(() => {
-    calls = new SettleTracker();
-    services = [];
-  });
-
-  afterEach(async () => {
-    await expectCleanClose(calls, services);
-    expectNothingLeft(calls, unhandled);
-    await group?.stop();
-    group = undefined;
-  });
-
-  afterAll(async () => {
-    await sleep(50);
-    unhandled.stop();
-    expect(unhandled.seen).toEqual([]);
-  });
-  afterAll(() => expect(killSurvivors()).toEqual([]));
-
-  const makeService = (options: DistributedLockModuleOptions): Promise<LockService> =>
-    startService(services, { keyPrefix: 't6:', commandTimeout: COMMAND_TIMEOUT, shutdownTimeout: 1_000, ...options });
+  const t6 = sentinelSuite({ keyPrefix: 't6:', commandTimeout: COMMAND_TIMEOUT, shutdownTimeout: 1_000 });
 
   it("(a) redis pointing at a Sentinel's port: every lock call fails with a LockConnectionError that says it reached a Sentinel and how to configure ioredis", async () => {
-    group = await SentinelGroup.start({ replicas: 1 });
-    const sentinel = group.sentinels[0];
-    const misdirected = await makeService({ redis: sentinel.url });
+    t6.group = await SentinelGroup.start({ replicas: 1 });
+    const sentinel = t6.group.sentinels[0];
+    const misdirected = await t6.makeService({ redis: sentinel.url });
 
     const results = [
-      await timed(calls.track('acquire', misdirected.acquire('a:key'))),
-      await timed(calls.track('tryAcquire', misdirected.tryAcquire('a:key'))),
-      await timed(calls.track('withLock', misdirected.withLock('a:key', () => 'ran'))),
-      await timed(calls.track('isLocked', misdirected.isLocked('a:key'))),
+      await timed(t6.calls.track('acquire', misdirected.acquire('a:key'))),
+      await timed(t6.calls.track('tryAcquire', misdirected.tryAcquire('a:key'))),
+      await timed(t6.calls.track('withLock', misdirected.withLock('a:key', () => 'ran'))),
+      await timed(t6.calls.track('isLocked', misdirected.isLocked('a:key'))),
     ];
     console.log(`T6 (a) on a Sentinel's port: ${(results[0].error as Error).message}`);
     for (const r of results) {
@@ -78,17 +49,17 @@ describe('T6 Sentinel failover', () => {
     }
 
     // The same Sentinels, configured as ioredis wants them, lead to the primary.
-    const configured = await makeService({ redis: group.clientOptions() });
-    const lock = await calls.track('acquire via sentinels', configured.acquire('a:key'));
-    expect(await group.master.client().get('t6:{a:key}')).toBe(lock.token);
-    expect(await calls.track('release', lock.release())).toBe(true);
+    const configured = await t6.makeService({ redis: t6.group.clientOptions() });
+    const lock = await t6.calls.track('acquire via sentinels', configured.acquire('a:key'));
+    expect(await t6.group.master.client().get('t6:{a:key}')).toBe(lock.token);
+    expect(await t6.calls.track('release', lock.release())).toBe(true);
   });
 
   it('(b) kill -9 of the master under load: a replica is promoted, contenders see only LockConnectionError meanwhile and resume', async () => {
-    group = await SentinelGroup.start({ replicas: 1 });
-    const { master } = group;
-    const crew = await Promise.all(Array.from({ length: CONTENDERS }, () => makeService({ redis: group!.clientOptions(), ttl: 1_000, waiterLease: 1_000, waitTimeout: 5_000 })));
-    const contenders = new LockContenders(crew, calls, { key: 'b:key', holdMs: 2, backoffMs: 20 });
+    t6.group = await SentinelGroup.start({ replicas: 1 });
+    const { master } = t6.group;
+    const crew = await Promise.all(Array.from({ length: CONTENDERS }, () => t6.makeService({ redis: t6.group!.clientOptions(), ttl: 1_000, waiterLease: 1_000, waitTimeout: 5_000 })));
+    const contenders = new LockContenders(crew, t6.calls, { key: 'b:key', holdMs: 2, backoffMs: 20 });
     contenders.start();
     await sleep(1_000);
 
@@ -96,9 +67,9 @@ describe('T6 Sentinel failover', () => {
     const killedAt = hrMs();
     expect((await master.kill9()).signal).toBe('SIGKILL');
     expect(isAlive(oldPid)).toBe(false);
-    const promoted = await group.waitForFailover(master.port, FAILOVER_BOUND_MS);
+    const promoted = await t6.group.waitForFailover(master.port, FAILOVER_BOUND_MS);
     const failoverAt = hrMs();
-    expect(promoted).toBe(group.replicas[0].port);
+    expect(promoted).toBe(t6.group.replicas[0].port);
 
     // Run until the contenders have worked on the new master for a while (or give up).
     const giveUpAt = failoverAt + RESUME_AFTER_FAILOVER_MS + 2_000;

@@ -11,11 +11,9 @@ import type Redis from 'ioredis';
 import { DistributedLockModuleOptions, LockConnectionError, LockLostError, LockOptionsError, LockService } from '../../lib';
 import { checkHistory } from '../harness/history';
 import { pingOnce } from '../harness/redis-ping';
-import { killSurvivors } from '../harness/redis-process';
 import { SentinelGroup } from '../harness/sentinel-group';
-import { expectCleanClose, expectNothingLeft, startService, UnhandledRejections } from './workers/support/fault-helpers';
 import { LockContenders } from './workers/support/lock-contenders';
-import { SettleTracker } from './workers/support/settle-tracker';
+import { sentinelSuite } from './workers/support/sentinel-suite';
 import { abortOf, hrMs, isAlive, pollUntil, sleep, timed } from './workers/support/timing';
 
 const COMMAND_TIMEOUT = 1_000;
@@ -25,41 +23,18 @@ const SLACK = 150;
 const KEY = 't6a:{k}';
 
 describe('T6 replicaAcks', () => {
-  let group: SentinelGroup | undefined;
-  const unhandled = new UnhandledRejections();
-  let calls: SettleTracker;
-  let services: LockService[];
-
-  beforeAll(() => unhandled.start());
-
-  beforeEach(() => {
-    calls = new SettleTracker();
-    services = [];
-  });
-
-  afterEach(async () => {
-    for (const r of group?.replicas ?? []) {
-      try {
-        r.resume();
-      } catch {
-        // killed by the case
+  const t6 = sentinelSuite(
+    { keyPrefix: 't6a:', commandTimeout: COMMAND_TIMEOUT, replicaAckTimeout: ACK_TIMEOUT, shutdownTimeout: 1_000 },
+    (group) => {
+      for (const r of group.replicas) {
+        try {
+          r.resume();
+        } catch {
+          // killed by the case
+        }
       }
-    }
-    await expectCleanClose(calls, services);
-    expectNothingLeft(calls, unhandled);
-    await group?.stop();
-    group = undefined;
-  });
-
-  afterAll(async () => {
-    await sleep(50);
-    unhandled.stop();
-    expect(unhandled.seen).toEqual([]);
-  });
-  afterAll(() => expect(killSurvivors()).toEqual([]));
-
-  const makeService = (options: DistributedLockModuleOptions): Promise<LockService> =>
-    startService(services, { keyPrefix: 't6a:', commandTimeout: COMMAND_TIMEOUT, replicaAckTimeout: ACK_TIMEOUT, shutdownTimeout: 1_000, ...options });
+    },
+  );
 
   it('validates the option: integer 0 … 100, below commandTimeout, not with a Cluster client', () => {
     const build = (o: Partial<DistributedLockModuleOptions>) => () => new LockService({ redis: { lazyConnect: true }, ...o });
@@ -72,23 +47,23 @@ describe('T6 replicaAcks', () => {
   });
 
   it('(a) replica frozen: acquire rejects within its bound, says why, and gives the key back; extend and renewals do not prolong the lease', async () => {
-    group = await SentinelGroup.start({ replicas: 1 });
-    const replica = group.replicas[0];
-    const client = group.master.client();
-    const acked = await makeService({ redis: group.clientOptions(), replicaAcks: 1, ttl: 900 });
+    t6.group = await SentinelGroup.start({ replicas: 1 });
+    const replica = t6.group.replicas[0];
+    const client = t6.group.master.client();
+    const acked = await t6.makeService({ redis: t6.group.clientOptions(), replicaAcks: 1, ttl: 900 });
     // Redis runs one connection's commands in order and WAIT blocks that connection, so the held
     // lock (renewed with a WAIT every 300 ms) lives on a connection of its own: the acquire measured
     // below waits for its own confirmation only.
-    const holder = await makeService({ redis: group.clientOptions(), replicaAcks: 1, ttl: 900 });
-    const plain = await makeService({ redis: group.clientOptions(), ttl: 900 });
-    const held = await calls.track('acquire while healthy', holder.acquire('a:held'));
+    const holder = await t6.makeService({ redis: t6.group.clientOptions(), replicaAcks: 1, ttl: 900 });
+    const plain = await t6.makeService({ redis: t6.group.clientOptions(), ttl: 900 });
+    const held = await t6.calls.track('acquire while healthy', holder.acquire('a:held'));
     const lost = abortOf(held.signal);
 
     replica.pause();
     expect(await pingOnce(replica.port, replica.host, 150)).toBe(false);
     expect(isAlive(replica.pid)).toBe(true);
 
-    const attempt = await timed(calls.track('acquire', acked.acquire('a:key')));
+    const attempt = await timed(t6.calls.track('acquire', acked.acquire('a:key')));
     const message = (attempt.error as Error)?.message;
     console.log(`T6 acks (a) acquire with the replica frozen rejected after ${attempt.ms.toFixed(0)} ms: ${message}`);
     expect(attempt.error).toBeInstanceOf(LockConnectionError);
@@ -100,7 +75,7 @@ describe('T6 replicaAcks', () => {
 
     // An extend is not confirmed either: it rejects, and the lease deadline stays where it was.
     const deadline = held.deadline;
-    const extend = await timed(calls.track('extend', held.extend(5_000)));
+    const extend = await timed(t6.calls.track('extend', held.extend(5_000)));
     expect(extend.error).toBeInstanceOf(LockConnectionError);
     expect((extend.error as Error).message).toMatch(/The extend of lock "a:held" reached the primary, but only 0 of 1 replicas confirmed it/);
     expect(held.deadline).toBe(deadline);
@@ -110,31 +85,31 @@ describe('T6 replicaAcks', () => {
     expect(holder.getStats().renewalErrors).toBeGreaterThanOrEqual(1);
 
     // Control: without replicaAcks the same situation hands the lock out (it exists on the primary only).
-    const unconfirmed = await calls.track('acquire without replicaAcks', plain.acquire('a:key'));
+    const unconfirmed = await t6.calls.track('acquire without replicaAcks', plain.acquire('a:key'));
     expect(await client.get('t6a:{a:key}')).toBe(unconfirmed.token);
-    expect(await calls.track('release', unconfirmed.release())).toBe(true);
+    expect(await t6.calls.track('release', unconfirmed.release())).toBe(true);
 
     replica.resume();
-    const after = await calls.track('acquire after the thaw', acked.acquire('a:key'));
-    expect(await calls.track('release after the thaw', after.release())).toBe(true);
+    const after = await t6.calls.track('acquire after the thaw', acked.acquire('a:key'));
+    expect(await t6.calls.track('release after the thaw', after.release())).toBe(true);
 
     // A replica that is gone (not just slow): the message says how many are connected.
     await replica.kill9();
-    expect(await pollUntil(async () => (await group!.connectedReplicas(group!.master.port)) === 0, 2_000)).toBe(true);
-    const gone = await timed(calls.track('acquire with no replica', acked.acquire('a:key')));
+    expect(await pollUntil(async () => (await t6.group!.connectedReplicas(t6.group!.master.port)) === 0, 2_000)).toBe(true);
+    const gone = await timed(t6.calls.track('acquire with no replica', acked.acquire('a:key')));
     console.log(`T6 acks (a) with the replica gone: ${(gone.error as Error)?.message}`);
     expect(gone.error).toBeInstanceOf(LockConnectionError);
     expect((gone.error as Error).message).toContain('(requires 1, 0 connected)');
   });
 
   it('(b) replica healthy: acquire succeeds, and WAIT rides in the same write (one round trip); without the option not a single WAIT is sent', async () => {
-    group = await SentinelGroup.start({ replicas: 1 });
-    const stats = group.master.client();
+    t6.group = await SentinelGroup.start({ replicas: 1 });
+    const stats = t6.group.master.client();
     // Clients of our own, so their socket writes can be counted (the module never closes them).
-    const ackedClient = group.master.client({ maxRetriesPerRequest: 0 });
-    const plainClient = group.master.client({ maxRetriesPerRequest: 0 });
-    const acked = await makeService({ redis: ackedClient, replicaAcks: 1 });
-    const plain = await makeService({ redis: plainClient });
+    const ackedClient = t6.group.master.client({ maxRetriesPerRequest: 0 });
+    const plainClient = t6.group.master.client({ maxRetriesPerRequest: 0 });
+    const acked = await t6.makeService({ redis: ackedClient, replicaAcks: 1 });
+    const plain = await t6.makeService({ redis: plainClient });
     // First use sends EVAL (the server caches the script); measure the steady state after it.
     for (const s of [acked, plain]) await (await s.acquire('b:key')).release();
 
@@ -142,12 +117,12 @@ describe('T6 replicaAcks', () => {
       await stats.config('RESETSTAT');
       const writes = countWrites(client);
       const started = hrMs();
-      const lock = await calls.track('acquire', service.acquire('b:key'));
+      const lock = await t6.calls.track('acquire', service.acquire('b:key'));
       const ms = hrMs() - started;
       const acquireWrites = writes.stop();
       expect(await stats.get('t6a:{b:key}')).toBe(lock.token);
       // The replica already has it: the confirmation was real.
-      expect(await group!.replicas[0].client().get('t6a:{b:key}')).toBe(lock.token);
+      expect(await t6.group!.replicas[0].client().get('t6a:{b:key}')).toBe(lock.token);
       await lock.release();
       return { ms, acquireWrites, commands: commandCalls(await stats.info('commandstats')) };
     };
@@ -167,13 +142,13 @@ describe('T6 replicaAcks', () => {
     { replicaAcks: 1, expectSafe: false },
   ])('(c) kill -9 of the master under load, lagging replica promoted, replicaAcks $replicaAcks of 2', async ({ replicaAcks, expectSafe }) => {
     // Replica 0 wins the promotion (lower priority number); it is the one made to lag.
-    group = await SentinelGroup.start({ replicas: 2, replicaPriorities: [1, 100] });
-    const { master } = group;
-    const [lagging] = group.replicas;
+    t6.group = await SentinelGroup.start({ replicas: 2, replicaPriorities: [1, 100] });
+    const { master } = t6.group;
+    const [lagging] = t6.group.replicas;
     const crew = await Promise.all(
-      Array.from({ length: 4 }, () => makeService({ redis: group!.clientOptions(), replicaAcks, ttl: 1_000, waiterLease: 1_000, waitTimeout: 5_000 })),
+      Array.from({ length: 4 }, () => t6.makeService({ redis: t6.group!.clientOptions(), replicaAcks, ttl: 1_000, waiterLease: 1_000, waitTimeout: 5_000 })),
     );
-    const contenders = new LockContenders(crew, calls, { key: 'c:key', holdMs: 2, backoffMs: 20 });
+    const contenders = new LockContenders(crew, t6.calls, { key: 'c:key', holdMs: 2, backoffMs: 20 });
     contenders.start();
     await sleep(800);
 
@@ -187,9 +162,9 @@ describe('T6 replicaAcks', () => {
     expect(isAlive(oldPid)).toBe(false);
     lagging.resume();
     // Once the replica saw its master go, its data is what the promotion keeps: read the fencing counter then.
-    expect(await pollUntil(() => group!.replicaLinkDown(lagging.port), 5_000, 20)).toBe(true);
-    const promotedFence = Number((await group.clientOf(lagging.port).get(`t6a:{c:key}:f`)) ?? 0);
-    const promoted = await group.waitForFailover(master.port, 15_000);
+    expect(await pollUntil(() => t6.group!.replicaLinkDown(lagging.port), 5_000, 20)).toBe(true);
+    const promotedFence = Number((await t6.group.clientOf(lagging.port).get(`t6a:{c:key}:f`)) ?? 0);
+    const promoted = await t6.group.waitForFailover(master.port, 15_000);
     const failoverAt = hrMs();
     expect(promoted).toBe(lagging.port);
 
