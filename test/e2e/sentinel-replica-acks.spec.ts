@@ -5,10 +5,13 @@
  * A replica is made to lag for real: it is frozen (SIGSTOP) and the master is given more data than
  * the kernel's socket buffers hold, so the lock writes behind it exist only in the dying master's
  * memory when it is killed (-9). With replicaAcks equal to the number of replicas no such lock is
- * handed out; with fewer (the control) the promoted replica grants locks a second time.
+ * handed out; with fewer (the control) locks the promoted replica never had are handed out, though
+ * their fencing tokens stay below the new primary's. A lock handed over by a release (written on the
+ * releaser's connection) is confirmed by the waiter's own renewal + WAIT before it is returned.
  */
 import type Redis from 'ioredis';
 import { DistributedLockModuleOptions, LockConnectionError, LockLostError, LockOptionsError, LockService } from '../../lib';
+import type { RedisLockStore } from '../../lib/redis/redis-lock-store';
 import { checkHistory } from '../harness/history';
 import { pingOnce } from '../harness/redis-ping';
 import { SentinelGroup } from '../harness/sentinel-group';
@@ -135,12 +138,74 @@ describe('T6 replicaAcks', () => {
     expect(without.commands).toEqual({ evalsha: 2 });
   });
 
+  it('(c) a lock handed over by a release is confirmed before the waiter gets it; unconfirmed, the waiter is told and the key given back', async () => {
+    t6.group = await SentinelGroup.start({ replicas: 1 });
+    const replica = t6.group.replicas[0];
+    const client = t6.group.master.client();
+    const replicaClient = replica.client();
+    const options = { redis: t6.group.clientOptions(), ttl: 5_000, waitTimeout: 5_000 };
+    const holder = await t6.makeService({ ...options, replicaAcks: 1 });
+    const waiter = await t6.makeService({ ...options, replicaAcks: 1 });
+    const plainHolder = await t6.makeService(options);
+    const plainWaiter = await t6.makeService(options);
+    /** `key` held by `owner`, with a waiter of `by` queued behind it (its acquire pending). */
+    const queueBehind = async (key: string, owner: LockService, by: LockService) => {
+      const held = await t6.calls.track(`acquire ${key}`, owner.acquire(key));
+      const waiting = timed(t6.calls.track(`wait for ${key}`, by.acquire(key)));
+      expect(await pollUntil(async () => (await client.llen(`t6a:{${key}}:q`)) === 1, 2_000)).toBe(true);
+      // No attempt of the waiter in flight any more: the handover reaches it as the release's message.
+      await sleep(100);
+      return { held, waiting };
+    };
+    // A service subscribes to its wake channel at its first wait, and retries once right after (a
+    // release in between went unheard): one wait first, so the cases below see only the message.
+    const warmUp = await queueBehind('c:warm', holder, waiter);
+    await warmUp.held.release();
+    await (await warmUp.waiting).value!.release();
+    const confirmHandover = jest.spyOn((waiter as unknown as { store: RedisLockStore }).store, 'confirmHandover');
+
+    // Healthy replica: the release hands the key over on the holder's connection; the waiter confirms
+    // it with a renewal + WAIT of its own before acquire() resolves, so the replica has it by then.
+    const healthy = await queueBehind('c:key', holder, waiter);
+    await client.config('RESETSTAT');
+    expect(await t6.calls.track('release', healthy.held.release())).toBe(true);
+    const handed = await healthy.waiting;
+    expect(handed.error).toBeUndefined();
+    const next = handed.value!;
+    expect(await replicaClient.get('t6a:{c:key}')).toBe(next.token);
+    expect(confirmHandover).toHaveBeenCalledTimes(1);
+    expect(commandCalls(await client.info('commandstats')).wait).toBe(1);
+    // The confirming renewal restarted the lease at the full ttl.
+    expect(await client.pttl('t6a:{c:key}')).toBeGreaterThan(4_000);
+    expect(await t6.calls.track('release handed', next.release())).toBe(true);
+
+    // Replica frozen between the waiter queueing and the release: the handover cannot be confirmed.
+    const frozen = await queueBehind('c:frozen', holder, waiter);
+    replica.pause();
+    expect(await t6.calls.track('release while frozen', frozen.held.release())).toBe(true);
+    const refused = await frozen.waiting;
+    console.log(`T6 acks (c) handover with the replica frozen: rejected ${refused.ms.toFixed(0)} ms after queueing: ${(refused.error as Error)?.message}`);
+    expect(refused.error).toBeInstanceOf(LockConnectionError);
+    expect((refused.error as Error).message).toContain('"c:frozen" was acquired on the primary, but only 0 of 1 replicas confirmed it');
+    // Given back, owner-checked: nobody holds the key on the primary.
+    expect(await pollUntil(async () => (await client.exists('t6a:{c:frozen}')) === 0, 500)).toBe(true);
+
+    // Control: without replicaAcks the same unreplicated handover reaches the waiter.
+    const control = await queueBehind('c:frozen', plainHolder, plainWaiter);
+    expect(await t6.calls.track('release to the plain waiter', control.held.release())).toBe(true);
+    const unconfirmed = await control.waiting;
+    expect(unconfirmed.error).toBeUndefined();
+    expect(await client.get('t6a:{c:frozen}')).toBe(unconfirmed.value!.token);
+    expect(await t6.calls.track('release unconfirmed', unconfirmed.value!.release())).toBe(true);
+    replica.resume();
+  });
+
   // The control (replicaAcks 1 with 2 replicas: the healthy one confirms, the lagging one is
   // promoted) must show the failure the real case prevents, so the checks provably can fail.
   it.each([
     { replicaAcks: 2, expectSafe: true },
     { replicaAcks: 1, expectSafe: false },
-  ])('(c) kill -9 of the master under load, lagging replica promoted, replicaAcks $replicaAcks of 2', async ({ replicaAcks, expectSafe }) => {
+  ])('(d) kill -9 of the master under load, lagging replica promoted, replicaAcks $replicaAcks of 2', async ({ replicaAcks, expectSafe }) => {
     // Replica 0 wins the promotion (lower priority number); it is the one made to lag.
     t6.group = await SentinelGroup.start({ replicas: 2, replicaPriorities: [1, 100] });
     const { master } = t6.group;
@@ -179,7 +244,7 @@ describe('T6 replicaAcks', () => {
     const errors = contenders.failures.map((f) => f.error as Error);
     const afterFailover = contenders.failures.filter((f) => f.at > failoverAt).map((f) => (f.error as Error).message);
     console.log(
-      `T6 acks (c) replicaAcks ${replicaAcks}: failover ${(failoverAt - killedAt).toFixed(0)} ms after kill -9; grants ${byOldMaster.length} by the old master ` +
+      `T6 acks (d) replicaAcks ${replicaAcks}: failover ${(failoverAt - killedAt).toFixed(0)} ms after kill -9; grants ${byOldMaster.length} by the old master ` +
         `(${duringFreeze.length} while the replica lagged), ${contenders.grantsBetween(failoverAt).length} after the failover; ` +
         `handed out but not on the promoted replica ${notOnPromoted.length}; overlaps ${history.overlaps.length}, fence violations ${history.fenceViolations.length}; ` +
         `errors ${errors.length} (${errors.filter((e) => /replicas confirmed/.test(e.message)).length} unconfirmed); ` +
