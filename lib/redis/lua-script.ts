@@ -65,10 +65,7 @@ export class ScriptRunner {
    */
   run(script: LuaScript, args: readonly CommandArg[], attempt = 0): Promise<unknown> {
     const commands = this.client as unknown as { evalsha: Call; eval: Call };
-    if (attempt > 0 || !this.sent.has(script)) {
-      this.sent.add(script);
-      return commands.eval(script.lua, script.numberOfKeys, ...args);
-    }
+    if (this.sendsText(script, attempt)) return commands.eval(script.lua, script.numberOfKeys, ...args);
     if (!this.ownCommands) return commands.evalsha(script.sha, script.numberOfKeys, ...args);
     // ioredis' public Command + sendCommand, built as its generated `evalsha` method builds them (same
     // reply encoding, key prefix and error stack) minus its argument shuffling: 1 µs less per call.
@@ -89,17 +86,23 @@ export class ScriptRunner {
    */
   async runThenWait(script: LuaScript, args: readonly CommandArg[], waitArgs: readonly CommandArg[], attempt = 0): Promise<[unknown, number]> {
     const pipeline = (this.client as Redis).pipeline();
-    if (attempt > 0 || !this.sent.has(script)) {
-      this.sent.add(script);
-      pipeline.eval(script.lua, script.numberOfKeys, ...args);
-    } else {
-      pipeline.evalsha(script.sha, script.numberOfKeys, ...args);
-    }
+    if (this.sendsText(script, attempt)) pipeline.eval(script.lua, script.numberOfKeys, ...args);
+    else pipeline.evalsha(script.sha, script.numberOfKeys, ...args);
     pipeline.call('WAIT', ...waitArgs);
     const [[scriptError, reply], [waitError, acks]] = ((await pipeline.exec()) ?? []) as PipelineResults;
     if (scriptError) throw scriptError;
     if (waitError) throw waitError;
     return [reply, Number(acks)];
+  }
+
+  /**
+   * Whether a call of `script` goes as EVAL (its text): the first on this client, or `attempt` 1
+   * after a NOSCRIPT. Either way the server has it cached afterwards, so later calls go by SHA1.
+   */
+  private sendsText(script: LuaScript, attempt: number): boolean {
+    if (attempt === 0 && this.sent.has(script)) return false;
+    this.sent.add(script);
+    return true;
   }
 
   /**
@@ -125,9 +128,7 @@ export class ScriptRunner {
       if (waitArgs) pipeline.call('WAIT', ...waitArgs);
       return send(async () => (await pipeline.exec()) ?? []);
     };
-    const firstUse = !this.sent.has(script);
-    this.sent.add(script);
-    const results = await round(firstUse);
+    const results = await round(this.sendsText(script, 0));
     return results.some(([error]) => isNoScript(error)) ? round(true) : results;
   }
 }

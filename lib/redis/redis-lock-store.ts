@@ -76,7 +76,7 @@ export class RedisLockStore {
    * renewal has the grant before it. Resolves false when the lock is not ours any more.
    */
   confirmHandover(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
-    return this.confirmedScript(LOCK_SCRIPTS.renew, 'acquire', keys.key, [keys.lock, token, String(ttl)], isOne, (r) => r);
+    return this.confirmedScript(LOCK_SCRIPTS.renew, 'acquire', keys.key, renewArgs(keys, token, ttl), isOne, (r) => r);
   }
 
   /** Owner-checked release: whether it was still ours, and whether a waiter got it straight away. */
@@ -86,7 +86,7 @@ export class RedisLockStore {
 
   /** Owner-checked; with `replicaAcks` it counts only when confirmed (else rejects, lease not prolonged). */
   extend(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
-    const args = [keys.lock, token, String(ttl)];
+    const args = renewArgs(keys, token, ttl);
     if (this.replicaAcks) return this.confirmedScript(LOCK_SCRIPTS.renew, 'extend', keys.key, args, isOne, (r) => r);
     return this.script(LOCK_SCRIPTS.renew, 'extend', args, isOne);
   }
@@ -96,7 +96,7 @@ export class RedisLockStore {
    * (minHold at release), where a replica that missed it only keeps the lock longer — the safe side.
    */
   shorten(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
-    return this.script(LOCK_SCRIPTS.renew, 'extend', [keys.lock, token, String(ttl)], isOne);
+    return this.script(LOCK_SCRIPTS.renew, 'extend', renewArgs(keys, token, ttl), isOne);
   }
 
   /** Leaves the queue and frees the lock if an unanswered attempt took it. Safe to send any time: owner-checked. */
@@ -121,7 +121,7 @@ export class RedisLockStore {
       );
     }
     try {
-      const argLists = requests.map((r) => [r.keys.lock, r.token, String(r.ttl)]);
+      const argLists = requests.map((r) => renewArgs(r.keys, r.token, r.ttl));
       const acks = this.replicaAcks;
       const send = (exec: () => Promise<PipelineResults>) => this.deadlines.bound('renew', exec);
       const results = await this.scripts.runPipelined(LOCK_SCRIPTS.renew, argLists, send, acks?.waitArgs);
@@ -194,6 +194,9 @@ function acquireReply(raw: unknown): AcquireReply {
   if (reply[0] === 1) return { acquired: true, fence: Number(reply[1]), validFor: Number(reply[2]) };
   return { acquired: false, holderTtl: Number(reply[1]), position: Number(reply[2] ?? -1) };
 }
+
+/** Keys and arguments of the owner-checked renewal script (renew, extend, shorten, handover confirmation). */
+const renewArgs = (keys: LockRedisKeys, token: string, ttl: number): CommandArg[] => [keys.lock, token, String(ttl)];
 
 const isOne = (reply: unknown): boolean => reply === 1;
 
