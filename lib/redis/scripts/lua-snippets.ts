@@ -14,7 +14,7 @@
  */
 const FENCE_RETENTION_MS = 3_600_000;
 
-/** `now_ms` from the server clock: lease math never uses a client clock. */
+/** `now_ms` from the server clock (and its TIME reply as `t`): lease math never uses a client clock. */
 export const SERVER_NOW = `
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -31,10 +31,10 @@ local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
  * for. A token taken from the clock is above every token handed out before as long as the server
  * clock (after a failover: the new primary's) does not stand behind the old one's by more than the
  * time between the lost grant and the next, seconds in any failover. Values stay below 2^53 (exact
- * in Lua and JavaScript numbers) until the year 2255.
+ * in Lua and JavaScript numbers) until the year 2255. `clock`: a TIME reply the script already read.
  */
-export const NEXT_FENCE = (fenceKey: string) => `
-local fence_clock = redis.call('TIME')
+export const NEXT_FENCE = (fenceKey: string, clock = "redis.call('TIME')") => `
+local fence_clock = ${clock}
 local fence = tonumber(fence_clock[1]) * 1000000 + tonumber(fence_clock[2])
 local last_fence = tonumber(redis.call('GET', ${fenceKey}) or '0')
 if fence <= last_fence then fence = last_fence + 1 end
@@ -79,7 +79,7 @@ if next_waiter then
     if service and place_until > now_ms then
       local px = math.min(tonumber(wanted), place_until - now_ms)
       redis.call('SET', ${k.lock}, next_waiter, 'PX', px)
-` + NEXT_FENCE(k.fence) + `
+` + NEXT_FENCE(k.fence, 't') + `
       redis.call('PUBLISH', ${channelPrefix} .. service, next_waiter .. ' ' .. string.format('%.0f', fence) .. ' ' .. px)
       granted = true
       break
