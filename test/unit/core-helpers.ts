@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import { LockService } from '../../lib';
 import type { DistributedLockModuleOptions } from '../../lib';
+import { commandStats } from '../harness/command-stats';
 
 /** Services made by a suite, closed in afterEach so no watchdog, timer or connection survives a test. */
 export class ServicePool {
@@ -22,9 +23,7 @@ export class ServicePool {
 
 /** Calls of one Redis command, from INFO commandstats (counts commands run inside scripts separately). */
 export async function commandCalls(client: Redis, command: string): Promise<number> {
-  const info = await client.info('commandstats');
-  const match = new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info);
-  return match ? Number(match[1]) : 0;
+  return (await commandStats(client))[command] ?? 0;
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
