@@ -1,4 +1,5 @@
 import { DistributedLockError } from './errors/distributed-lock.error';
+import { LockStateError } from './errors/lock-state.error';
 import { LockBusyError } from './errors/lock-busy.error';
 import { LockConnectionError } from './errors/lock-connection.error';
 import { LockTimeoutError } from './errors/lock-timeout.error';
@@ -7,6 +8,7 @@ import { interruptibleDelay } from './internal/sleep';
 import { Lease, newLease } from './lease';
 import type { ResolvedLockOptions } from './options/resolve-options';
 import type { LockRedisKeys } from './redis/lock-redis-keys';
+import { isFencingToken } from './redis/lock-state';
 import type { AcquireReply, RedisLockStore } from './redis/redis-lock-store';
 import type { Handover, WakeChannel } from './redis/wake-channel';
 
@@ -49,7 +51,7 @@ export function acquireOneKey(
   // us, and an attempt sent before then is followed by an immediate retry that finds a lock handed
   // to us (see waitForTurn): so a service that never waited registers nothing on its acquires.
   const subscribedAtSend = ctx.wakeChannel.subscribed;
-  const listener = waits && subscribedAtSend ? new HandoverListener(ctx.wakeChannel, token) : undefined;
+  const listener = waits && subscribedAtSend ? new HandoverListener(ctx.wakeChannel, token, keys.lock) : undefined;
   const sentAt = monotonicNow();
   return ctx.store.acquire(keys, token, options.ttl, waits, false).then(
     (reply) => {
@@ -61,7 +63,7 @@ export function acquireOneKey(
         listener?.stop();
         throw new LockBusyError(keys.key, reply.holderTtl);
       }
-      const turn = { listener: listener ?? new HandoverListener(ctx.wakeChannel, token), reply, sentAt, subscribedAtSend };
+      const turn = { listener: listener ?? new HandoverListener(ctx.wakeChannel, token, keys.lock), reply, sentAt, subscribedAtSend };
       return waitForTurn(ctx, keys, token, options, waitUntil, turn);
     },
     (error: unknown) => {
@@ -73,15 +75,15 @@ export function acquireOneKey(
   );
 }
 
-/** Hears the handover of the lock to `token` (a message on the service's wake channel), from construction to `stop()`. */
+/** Hears the handover of one key (`lockName`) to `token` (a message on the service's wake channel), from construction to `stop()`. */
 class HandoverListener {
   handover?: Handover;
   /** Ends the current pause early. */
   wake?: () => void;
   private readonly unregister: () => void;
 
-  constructor(channel: WakeChannel, token: string) {
-    this.unregister = channel.register(token, (handover) => {
+  constructor(channel: WakeChannel, token: string, lockName: string) {
+    this.unregister = channel.register(token, lockName, (handover) => {
       this.handover = handover;
       this.wake?.();
     });
@@ -136,8 +138,9 @@ async function waitForTurn(
       const handover = listener.handover;
       if (handover) {
         queued = false;
+        assertFence(ctx, keys, token, handover.fence);
         if (ctx.store.replicaAcks) return await confirmedHandover(ctx, keys, token, handover.fence, options.ttl);
-        return validLease(ctx, keys, token, newLease(keys, handover.fence, options.ttl, lastBusySentAt, handover.validFor), lastBusySentAt);
+        return validLease(ctx, keys, token, newLease(keys, handover.fence, options.ttl, lastBusySentAt, handedOverFor(ctx, handover)), lastBusySentAt);
       }
       if (ctx.shutdown.aborted) throw shuttingDown(keys);
       attempts++;
@@ -196,12 +199,34 @@ function grantedLease(
   reply: Extract<AcquireReply, { acquired: true }>,
   sentAt: number,
 ): Lease {
-  if (!(reply.fence > 0)) {
-    // Only possible when Redis evicted the fencing counter under a lock it kept (an eviction policy other than noeviction).
-    abandonQuietly(ctx, keys, token);
-    throw new LockConnectionError(`Redis holds "${keys.key}" for us but lost its fencing counter (evicted? use maxmemory-policy noeviction); the lock was given back.`, 'acquire');
-  }
+  assertFence(ctx, keys, token, reply.fence);
   return validLease(ctx, keys, token, newLease(keys, reply.fence, ttl, sentAt, reply.validFor), sentAt);
+}
+
+/**
+ * Every token the client receives (acquire reply, handover message, a retry's read of the last one)
+ * must be a positive exact integer; anything else means the key's state is corrupt, and a lock with
+ * a token that may not increase is given back rather than used.
+ */
+function assertFence(ctx: AcquireContext, keys: LockRedisKeys, token: string, fence: number): void {
+  if (isFencingToken(fence)) return;
+  abandonQuietly(ctx, keys, token);
+  throw new LockStateError(
+    keys.key,
+    keys.fence,
+    `Lock "${keys.key}" was granted with fencing token ${String(fence)}, which is not a positive integer below 2^53: Redis key "${keys.fence}" ` +
+      `is missing or damaged (an eviction policy other than noeviction, or another writer). The lock was given back, owner-checked.`,
+  );
+}
+
+/**
+ * The lease a handover gave us, counted from our last busy attempt's send time (a moment before the
+ * grant). Redis set `validFor` ms at the grant, which came `waiterLease - placeLeft` ms (server
+ * clock) after the refresh that set our place; our last busy attempt was sent no later than that
+ * refresh ran, so adding that gap counts the lease from the handover, never past Redis' expiry.
+ */
+function handedOverFor(ctx: AcquireContext, handover: Handover): number {
+  return handover.validFor + Math.max(0, ctx.waiterLease - handover.placeLeft);
 }
 
 const shuttingDown = (keys: LockRedisKeys) => new DistributedLockError(`LockService is shutting down; lock "${keys.key}" was not acquired.`);
@@ -216,6 +241,13 @@ function validLease(ctx: AcquireContext, keys: LockRedisKeys, token: string, lea
   );
 }
 
+/** Holder pttl in a busy reply: free, but promised to a live waiter ahead of us. */
+const PROMISED_TO_WAITER_AHEAD = -1;
+/** Holder pttl in a busy reply: free, and the stale waiters ahead of us are not all dropped yet. */
+const PURGING_STALE_WAITERS = -3;
+/** How often (per waiterLease) a waiter looks at a free lock promised to a waiter ahead of it. */
+const PROMISED_POLLS_PER_LEASE = 30;
+
 function nextDelay(
   holderTtl: number,
   position: number,
@@ -224,10 +256,16 @@ function nextDelay(
   options: ResolvedLockOptions,
   waiterLease: number,
 ): number {
+  // Stale waiters ahead of us are still being dropped from a free lock's queue: ask again at once
+  // (each call drops a bounded run, so this ends).
+  if (holderTtl === PURGING_STALE_WAITERS) return 0;
   // Refresh our place in the queue well before it is considered abandoned.
   const refresh = Math.floor(waiterLease / 3) * (0.8 + Math.random() * 0.2);
-  // The head wakes when the holder's lease would end, in case the holder died without releasing.
-  const untilHolderExpiry = position === 0 && holderTtl > 0 ? holderTtl + 1 : Infinity;
+  // Free, but promised to a waiter ahead of us: it takes the lock within moments if it is alive, or
+  // its place lapses within waiterLease if it died; look again soon rather than a refresh later.
+  if (holderTtl === PROMISED_TO_WAITER_AHEAD) return Math.min(refresh, Math.max(1, Math.floor(waiterLease / PROMISED_POLLS_PER_LEASE)));
+  // Wake when the holder's lease would end, in case the holder (or a waiter it was handed to) died.
+  const untilHolderExpiry = holderTtl > 0 ? holderTtl + 1 : Infinity;
   if (subscribed) return Math.min(refresh, untilHolderExpiry);
   const backoff = Math.min(options.retryDelay.max, options.retryDelay.min * 2 ** Math.min(attempts, 20));
   return Math.min(refresh, untilHolderExpiry, Math.max(1, Math.random() * backoff));

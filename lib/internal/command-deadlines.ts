@@ -37,12 +37,14 @@ export class CommandDeadlines {
    * Runs `run`; rejects with `LockConnectionError` on any failure, or when it did not settle within
    * the timeout. `parse` turns the reply into the result in the same step, and a failure that
    * `retryIf` accepts runs `run(1)` once, within the same deadline (no extra promise per call for either).
+   * `classify` may name a failure that is not connection trouble (corrupt lock state) with its own error.
    */
   bound<R, T = R>(
     operation: string,
     run: (attempt: number) => Promise<R>,
     parse?: (reply: R) => T,
     retryIf?: (error: unknown) => boolean,
+    classify?: (error: unknown) => Error | undefined,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const call: PendingCall = {
@@ -68,7 +70,7 @@ export class CommandDeadlines {
         if (attempt === 0 && retryIf?.(error)) return send(1);
         call.settled = true;
         this.unsettled--;
-        reject(toConnectionError(operation, error));
+        reject(classify?.(error) ?? toConnectionError(operation, error));
       };
       const send = (attempt: number) => {
         let promise: Promise<R>;

@@ -2,6 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { CommandDeadlines } from '../internal/command-deadlines';
 import { toConnectionError } from '../internal/connection-errors';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
+import { lockStateError } from './lock-state';
 import { CommandArg, isNoScript, LuaScript, PipelineResults, ScriptRunner } from './lua-script';
 import { connectedReplicasOf, ReplicaAcks } from './replica-acks';
 import { WriteBatcher } from './write-batcher';
@@ -65,8 +66,8 @@ export class RedisLockStore {
       args.push(this.waiterLease);
       if (retry) args.push('1');
     }
-    if (this.replicaAcks) return this.confirmedScript(LOCK_SCRIPTS.acquire, 'acquire', keys.key, args, acquireReply, (r) => r.acquired);
-    return this.script(LOCK_SCRIPTS.acquire, 'acquire', args, acquireReply);
+    if (this.replicaAcks) return this.confirmedScript(LOCK_SCRIPTS.acquire, 'acquire', keys, args, acquireReply, (r) => r.acquired);
+    return this.script(LOCK_SCRIPTS.acquire, 'acquire', keys, args, acquireReply);
   }
 
   /**
@@ -76,19 +77,22 @@ export class RedisLockStore {
    * renewal has the grant before it. Resolves false when the lock is not ours any more.
    */
   confirmHandover(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
-    return this.confirmedScript(LOCK_SCRIPTS.renew, 'acquire', keys.key, renewArgs(keys, token, ttl), isOne, (r) => r);
+    return this.confirmedScript(LOCK_SCRIPTS.renew, 'acquire', keys, renewArgs(keys, token, ttl), isOne, (r) => r);
   }
 
   /** Owner-checked release: whether it was still ours, and whether a waiter got it straight away. */
   release(keys: LockRedisKeys, token: string): Promise<ReleaseOutcome> {
-    return this.script(LOCK_SCRIPTS.release, 'release', this.handoverArgs(keys, token), releaseOutcome);
+    return this.script(LOCK_SCRIPTS.release, 'release', keys, this.handoverArgs(keys, token), (reply): ReleaseOutcome => {
+      if (reply === 3) this.passOnStale(keys);
+      return reply === 2 ? 'handed-over' : reply === 1 || reply === 3 ? 'freed' : 'not-owner';
+    });
   }
 
   /** Owner-checked; with `replicaAcks` it counts only when confirmed (else rejects, lease not prolonged). */
   extend(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
     const args = renewArgs(keys, token, ttl);
-    if (this.replicaAcks) return this.confirmedScript(LOCK_SCRIPTS.renew, 'extend', keys.key, args, isOne, (r) => r);
-    return this.script(LOCK_SCRIPTS.renew, 'extend', args, isOne);
+    if (this.replicaAcks) return this.confirmedScript(LOCK_SCRIPTS.renew, 'extend', keys, args, isOne, (r) => r);
+    return this.script(LOCK_SCRIPTS.renew, 'extend', keys, args, isOne);
   }
 
   /**
@@ -96,12 +100,26 @@ export class RedisLockStore {
    * (minHold at release), where a replica that missed it only keeps the lock longer — the safe side.
    */
   shorten(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
-    return this.script(LOCK_SCRIPTS.renew, 'extend', renewArgs(keys, token, ttl), isOne);
+    return this.script(LOCK_SCRIPTS.renew, 'extend', keys, renewArgs(keys, token, ttl), isOne);
   }
 
   /** Leaves the queue and frees the lock if an unanswered attempt took it. Safe to send any time: owner-checked. */
   async abandon(keys: LockRedisKeys, token: string): Promise<void> {
-    await this.script(LOCK_SCRIPTS.abandon, 'abandon', this.handoverArgs(keys, token));
+    const reply = await this.script(LOCK_SCRIPTS.abandon, 'abandon', keys, this.handoverArgs(keys, token));
+    if (typeof reply === 'number' && reply >= 2) this.passOnStale(keys);
+  }
+
+  /**
+   * A release or abandon freed the lock but met only stale waiters, and more are queued (a crashed
+   * process's waiters): drop them a bounded run per call until the lock reaches a live waiter, so a
+   * free lock does not wait for the live waiters' next refresh. Not awaited by the caller; failures
+   * only leave the rest to the waiters' own attempts, which drop stale entries too.
+   */
+  private passOnStale(keys: LockRedisKeys): void {
+    const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.channelPrefix];
+    const step = (): Promise<void> =>
+      this.script(LOCK_SCRIPTS.passOn, 'release', keys, args).then((more) => (more === 1 ? step() : undefined));
+    step().catch(() => undefined);
   }
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {
@@ -157,15 +175,21 @@ export class RedisLockStore {
   private async confirmedScript<T>(
     script: LuaScript,
     operation: string,
-    key: string,
+    keys: LockRedisKeys,
     args: CommandArg[],
     parse: (reply: unknown) => T,
     wrote: (result: T) => boolean,
   ): Promise<T> {
     const acks = this.replicaAcks!;
-    const [reply, confirmed] = await this.deadlines.bound(operation, (attempt) => this.scripts.runThenWait(script, args, acks.waitArgs, attempt), undefined, isNoScript);
+    const [reply, confirmed] = await this.deadlines.bound(
+      operation,
+      (attempt) => this.scripts.runThenWait(script, args, acks.waitArgs, attempt),
+      undefined,
+      isNoScript,
+      (error) => lockStateError(keys, operation, error),
+    );
     const result = parse(reply);
-    if (wrote(result) && confirmed < acks.required) throw acks.unconfirmed(operation, key, confirmed, await this.connectedReplicas());
+    if (wrote(result) && confirmed < acks.required) throw acks.unconfirmed(operation, keys.key, confirmed, await this.connectedReplicas());
     return result;
   }
 
@@ -183,9 +207,15 @@ export class RedisLockStore {
     return [keys.lock, keys.fence, keys.queue, keys.waiters, token, this.channelPrefix];
   }
 
-  private script<T = unknown>(script: LuaScript, operation: string, args: CommandArg[], parse?: (reply: unknown) => T): Promise<T> {
+  private script<T = unknown>(script: LuaScript, operation: string, keys: LockRedisKeys, args: CommandArg[], parse?: (reply: unknown) => T): Promise<T> {
     this.writes.beforeSend(this.deadlines.inFlight > 0);
-    return this.deadlines.bound(operation, (attempt) => this.scripts.run(script, args, attempt), parse, isNoScript);
+    return this.deadlines.bound(
+      operation,
+      (attempt) => this.scripts.run(script, args, attempt),
+      parse,
+      isNoScript,
+      (error) => lockStateError(keys, operation, error),
+    );
   }
 }
 
@@ -202,8 +232,6 @@ const isOne = (reply: unknown): boolean => reply === 1;
 
 /** `handed-over`: the release gave the lock to the next waiter (whose process is being told so). */
 export type ReleaseOutcome = 'not-owner' | 'freed' | 'handed-over';
-
-const releaseOutcome = (reply: unknown): ReleaseOutcome => (reply === 2 ? 'handed-over' : reply === 1 ? 'freed' : 'not-owner');
 
 function isCluster(client: RedisClient): client is Cluster {
   return (client as Cluster).isCluster === true;

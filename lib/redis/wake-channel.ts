@@ -2,10 +2,14 @@ import type { Logger } from '@nestjs/common';
 import { CommandDeadlines } from '../internal/command-deadlines';
 import { RedisClient, waitUntilReady } from './redis-connection';
 
-/** A release handed the lock to this waiter: its fencing token and the lease (ms) it was given. */
+/**
+ * A release handed one key of the lock to this waiter: its fencing token, the lease (ms) Redis set,
+ * and how much of the waiter's place in the queue was left (ms) when it did (see grant_next_waiter).
+ */
 export interface Handover {
   fence: number;
   validFor: number;
+  placeLeft: number;
 }
 
 type Wake = (handover: Handover) => void;
@@ -42,10 +46,15 @@ export class WakeChannel {
     return this.confirmed;
   }
 
-  /** Registers `wake` for the handover to `token` (synchronous, before the attempt is sent); returns the unregister function. */
-  register(token: string, wake: Wake): () => void {
-    this.waiters.set(token, wake);
-    return () => this.waiters.delete(token);
+  /**
+   * Registers `wake` for the handover of the Redis key `lockName` to `token` (synchronous, before the
+   * attempt is sent); returns the unregister function. One token serves every key of a multi-key
+   * lock, so a handover is routed by both: a message about one key never wakes the wait for another.
+   */
+  register(token: string, lockName: string, wake: Wake): () => void {
+    const id = handoverId(token, lockName);
+    this.waiters.set(id, wake);
+    return () => this.waiters.delete(id);
   }
 
   /** Subscribes once per service; true when confirmed, false when it failed (waiters then poll) or the service closed. */
@@ -86,11 +95,36 @@ export class WakeChannel {
     if (this.connection) return this.connection;
     const connection = this.source.duplicate();
     connection.on('error', (error: Error) => this.logger.debug?.(`Subscriber connection: ${error.message}`));
+    // Scripts see key names with the client's own keyPrefix (an ioredis option) in front.
+    const clientPrefix = keyPrefixOf(this.source);
     connection.on('message', (_channel: string, message: string) => {
-      const [token, fence, validFor] = message.split(' ');
-      this.waiters.get(token)?.({ fence: Number(fence), validFor: Number(validFor) });
+      const parsed = parseHandover(message, clientPrefix);
+      if (parsed) this.waiters.get(handoverId(parsed.token, parsed.lockName))?.(parsed.handover);
     });
     this.connection = connection;
     return connection;
   }
+}
+
+const handoverId = (token: string, lockName: string): string => `${token} ${lockName}`;
+
+/** `<token> <fence> <lease ms> <place ms left> <lock key>` (the key last: it may contain spaces). */
+function parseHandover(message: string, clientPrefix: string): { token: string; lockName: string; handover: Handover } | undefined {
+  const fields: string[] = [];
+  let from = 0;
+  for (let i = 0; i < 4; i++) {
+    const space = message.indexOf(' ', from);
+    if (space < 0) return undefined;
+    fields.push(message.slice(from, space));
+    from = space + 1;
+  }
+  let lockName = message.slice(from);
+  if (clientPrefix && lockName.startsWith(clientPrefix)) lockName = lockName.slice(clientPrefix.length);
+  const [token, fence, validFor, placeLeft] = fields;
+  return { token, lockName, handover: { fence: Number(fence), validFor: Number(validFor), placeLeft: Number(placeLeft) } };
+}
+
+function keyPrefixOf(client: RedisClient): string {
+  const options = (client as { options?: { keyPrefix?: string; redisOptions?: { keyPrefix?: string } } }).options;
+  return options?.keyPrefix ?? options?.redisOptions?.keyPrefix ?? '';
 }

@@ -1,4 +1,4 @@
-import { GRANT_NEXT_WAITER } from './lua-snippets';
+import { LUA_PRELUDE } from './lua-functions';
 
 /**
  * Undo whatever an attempt may have left: our place in the queue (we stopped waiting) and the lock
@@ -7,18 +7,20 @@ import { GRANT_NEXT_WAITER } from './lua-snippets';
  * the queue never stalls on us.
  *
  * KEYS: lock, fence, queue, waiters. ARGV: token, waiter channel prefix.
- * Returns 1 if it freed the lock, else 0.
+ * Returns 1 if it freed the lock, else 0; plus 2 when only stale waiters were seen and more are
+ * queued (the caller passes the lock on: PASS_ON_SCRIPT).
  */
 export const ABANDON_SCRIPT =
+  LUA_PRELUDE +
   `
 redis.call('LREM', KEYS[3], 0, ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return 0 end
-` +
-  GRANT_NEXT_WAITER({ lock: 'KEYS[1]', fence: 'KEYS[2]', queue: 'KEYS[3]', waiters: 'KEYS[4]' }, 'ARGV[2]') +
-  `
-if holder and not granted then redis.call('DEL', KEYS[1]) end
-if holder then return 1 end
-return 0
+local outcome = grant_next_waiter(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2])
+if holder and outcome ~= 'granted' then redis.call('DEL', KEYS[1]) end
+local freed = 0
+if holder then freed = 1 end
+if outcome == 'purging' then return freed + 2 end
+return freed
 `;

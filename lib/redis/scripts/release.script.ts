@@ -1,22 +1,21 @@
-import { GRANT_NEXT_WAITER } from './lua-snippets';
+import { LUA_PRELUDE } from './lua-functions';
 
 /**
  * Owner-checked release: only the token that took the lock can free it, so a holder whose lease
  * expired can never delete the next holder's lock. With waiters queued, the lock goes straight to
- * the first live one (its SET replaces our token); otherwise it is deleted. Uncontended: GET, LPOP, DEL.
+ * the first live one (its SET replaces our token); otherwise it is deleted. Uncontended: GET, LLEN, DEL.
  *
  * KEYS: lock, fence, queue, waiters. ARGV: token, waiter channel prefix.
- * Returns 1 when released (deleted), 2 when released by handing it to a waiter, 0 when not ours (any more).
+ * Returns 0 when not ours (any more), 1 when deleted, 2 when handed to a waiter, 3 when deleted with
+ * only stale waiters seen and more queued (the caller passes it on: PASS_ON_SCRIPT).
  */
 export const RELEASE_SCRIPT =
+  LUA_PRELUDE +
   `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-` +
-  GRANT_NEXT_WAITER({ lock: 'KEYS[1]', fence: 'KEYS[2]', queue: 'KEYS[3]', waiters: 'KEYS[4]' }, 'ARGV[2]') +
-  `
-if not granted then
-  redis.call('DEL', KEYS[1])
-  return 1
-end
-return 2
+local outcome = grant_next_waiter(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2])
+if outcome == 'granted' then return 2 end
+redis.call('DEL', KEYS[1])
+if outcome == 'purging' then return 3 end
+return 1
 `;

@@ -1,0 +1,122 @@
+/**
+ * Lua shared by the scripts, as `local function`s with explicit inputs and outputs. Every script
+ * starts with this prelude, so the rules (what a stale waiter is, who gets the lock next, what a
+ * fencing token is) are written once; each script stays one atomic unit on the server.
+ *
+ * Redis does not roll a script back when it fails half-way, so every function that can refuse
+ * (a corrupt fencing token) is called before the script writes anything.
+ */
+
+/**
+ * How long a key's last fencing token is kept after its last acquisition (ms). It only has to
+ * outlive a step back of the server clock (see next_fence); an unused key's token is gone after it.
+ */
+export const FENCE_RETENTION_MS = 3_600_000;
+
+/**
+ * Most stale queue entries one script call drops. Bounds the server time of any call (about 1 µs of
+ * Redis work per entry); a longer run of dead waiters is dropped by the calls that follow, which the
+ * callers send at once when a reply says the purge is unfinished (release: 3, abandon: +2,
+ * acquire: holder ttl -3).
+ */
+export const STALE_WAITERS_PER_CALL = 256;
+
+/**
+ * Largest last token accepted: the next one (+1) is still an exact integer in Lua and JavaScript
+ * (2^53 - 1). Clock-based tokens are near 1.8e15, so a value above this was not written by us.
+ */
+const MAX_LAST_FENCE = '9007199254740990';
+
+/** Error replies a script raises on corrupt lock state (see lock-state.ts): `LOCKSTATE <what> <value>`. */
+export const LOCK_STATE_ERROR_PREFIX = 'LOCKSTATE';
+
+export const LUA_PRELUDE = `
+local STALE_WAITERS_PER_CALL = ${STALE_WAITERS_PER_CALL}
+
+-- Milliseconds on the server clock: lease math never uses a client clock.
+local function now_ms_of(clock)
+  return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+end
+
+-- The key's last fencing token (0 when none). A value that is not a decimal integer below 2^53 was
+-- not written by this library: refuse, before anything is written, rather than hand out a token
+-- that does not increase.
+local function last_fence_of(fence_key)
+  local raw = redis.call('GET', fence_key)
+  if not raw then return 0 end
+  if not string.match(raw, '^%d+$') or string.len(raw) > 16 or tonumber(raw) > ${MAX_LAST_FENCE} then
+    error({err = '${LOCK_STATE_ERROR_PREFIX} fence ' .. string.sub(raw, 1, 40)})
+  end
+  return tonumber(raw)
+end
+
+-- The next fencing token: the server time in microseconds, or last + 1 when that is not above it
+-- (two grants in one microsecond, a clock stepped back). A plain counter would be rolled back by a
+-- failover to a replica that missed the last grants, a restart without persistence or an eviction,
+-- and hand out a token an earlier holder already has; the clock is above every earlier token as long
+-- as the server clock (after a failover: the new primary's) is not behind the old one by more than
+-- the time between the lost grant and the next. Exact until the year 2255.
+local function next_fence(fence_key, last, clock)
+  local fence = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+  if fence <= last then fence = last + 1 end
+  redis.call('SET', fence_key, string.format('%.0f', fence), 'PX', ${FENCE_RETENTION_MS})
+  return fence
+end
+
+-- Until when (server ms) a queued token keeps its place; 0 when it has none.
+local function place_until_of(waiters, token)
+  return tonumber(redis.call('ZSCORE', waiters, token) or '0')
+end
+
+-- Drops queue heads whose place lapsed (they stopped refreshing it: crashed, paused, gave up
+-- unseen), at most STALE_WAITERS_PER_CALL, stopping at \`keep\`. Returns the new head (or false).
+local function drop_stale_heads(queue, waiters, head, keep, now_ms)
+  for _ = 1, STALE_WAITERS_PER_CALL do
+    if not head or head == keep or place_until_of(waiters, head) > now_ms then return head end
+    redis.call('LPOP', queue)
+    redis.call('ZREM', waiters, head)
+    head = redis.call('LINDEX', queue, 0)
+  end
+  return head
+end
+
+-- Whether any queued token still holds a live place (one O(log n) range read).
+local function any_live_waiter(waiters, now_ms)
+  return #redis.call('ZRANGEBYSCORE', waiters, string.format('(%.0f', now_ms), '+inf', 'LIMIT', 0, 1) > 0
+end
+
+-- Hands the lock (free, or ours and being given up) straight to the first live waiter and tells
+-- that one waiter, on its own service's channel only: the lock never sits free between holders.
+-- A waiter's token is <service>.<ttl>.<random>. The handed-over lease runs until the waiter's place
+-- would have lapsed (at most its ttl), so a waiter that died since it last refreshed blocks the key
+-- no longer than it would have blocked the queue; a live one renews at once.
+-- The message, <token> <fence> <lease ms> <place ms left> <lock key>, names the key it is about (one
+-- token serves every key of a multi-key lock), and its place left lets the waiter count the lease
+-- from the handover rather than from its last refresh.
+-- Returns 'granted', 'empty', or 'purging' (only stale entries seen, and more are queued).
+local function grant_next_waiter(lock, fence_key, queue, waiters, channel_prefix)
+  if redis.call('LLEN', queue) == 0 then return 'empty' end
+  local last_fence = last_fence_of(fence_key)
+  local clock = redis.call('TIME')
+  local now_ms = now_ms_of(clock)
+  for _ = 1, STALE_WAITERS_PER_CALL do
+    local waiter = redis.call('LPOP', queue)
+    if not waiter then return 'empty' end
+    local place_until = place_until_of(waiters, waiter)
+    redis.call('ZREM', waiters, waiter)
+    local service, wanted = string.match(waiter, '^([^.]+)%.(%d+)%.')
+    if service and place_until > now_ms then
+      local place_left = place_until - now_ms
+      local px = math.min(tonumber(wanted), place_left)
+      redis.call('SET', lock, waiter, 'PX', px)
+      local fence = next_fence(fence_key, last_fence, clock)
+      redis.call('PUBLISH', channel_prefix .. service,
+        waiter .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', px) .. ' ' ..
+        string.format('%.0f', place_left) .. ' ' .. lock)
+      return 'granted'
+    end
+  end
+  if redis.call('LLEN', queue) > 0 then return 'purging' end
+  return 'empty'
+end
+`;

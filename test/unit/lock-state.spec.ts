@@ -1,0 +1,89 @@
+/**
+ * Corrupt lock state (a fencing-token key that is not a token, a key of the wrong type) is its own
+ * typed error naming the Redis key, never "check that Redis is reachable"; the lock fails closed:
+ * nothing is granted, nothing is deleted, and no call ever hands out a token that is not an integer.
+ */
+import type Redis from 'ioredis';
+import { LockService, LockStateError, LockTimeoutError } from '../../lib';
+import { RedisProcess } from '../harness/redis-process';
+import { pollUntil } from '../e2e/workers/support/timing';
+import { ServicePool } from './core-helpers';
+
+describe('corrupt lock state', () => {
+  let redis: RedisProcess;
+  let client: Redis;
+  const pool = new ServicePool(() => redis.url);
+
+  beforeAll(async () => {
+    redis = await RedisProcess.start();
+    client = redis.client();
+  });
+  afterEach(() => pool.closeAll());
+  afterAll(async () => {
+    client.disconnect();
+    await redis.stop();
+  });
+
+  const make = (): Promise<LockService> => pool.make({ keyPrefix: 'ls:', waitTimeout: 300, waiterLease: 300 });
+
+  it.each([
+    ['text', 'abc'],
+    ['2^53 (tokens could not increase)', '9007199254740992'],
+    ['infinity', 'inf'],
+    ['a negative number', '-5'],
+    ['a fraction', '12.5'],
+  ])('a fencing-token key holding %s: LockStateError naming the key, nothing written', async (_what, value) => {
+    const service = await make();
+    await client.set('ls:{k}:f', value);
+    const error = await service.acquire('k').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockStateError);
+    expect((error as LockStateError).redisKey).toBe('ls:{k}:f');
+    expect((error as Error).message).toContain(`"ls:{k}:f"`);
+    expect((error as Error).message).toContain(`"${value}"`);
+    expect((error as Error).message).not.toMatch(/reachable/);
+    // Refused before writing: no lock, no queue place, the bad value untouched for the operator to see.
+    expect(await client.exists('ls:{k}', 'ls:{k}:q', 'ls:{k}:w')).toBe(0);
+    expect(await client.get('ls:{k}:f')).toBe(value);
+    await client.del('ls:{k}:f');
+    // Deleting the bad key is the documented repair: the next token still comes from the server clock.
+    const lock = await service.acquire('k');
+    expect(lock.fencingToken).toBeGreaterThan(1e15);
+    expect(await lock.release()).toBe(true);
+  });
+
+  it('a fencing-token key corrupted while a waiter is queued: the release fails closed, the waiter never gets a token that is not an integer', async () => {
+    const holder = await make();
+    const waiterService = await make();
+    const held = await holder.acquire('h');
+    const waiting = waiterService.acquire('h', { waitTimeout: 1_500 }).catch((e: unknown) => e);
+    expect(await pollUntil(async () => (await client.llen('ls:{h}:q')) === 1, 2_000)).toBe(true);
+    await client.set('ls:{h}:f', 'inf');
+
+    const error = await held.release().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockStateError);
+    // Nothing deleted or handed over: the key is still the holder's until its lease lapses.
+    expect(await client.get('ls:{h}')).toBe(held.token);
+    expect(await client.llen('ls:{h}:q')).toBe(1);
+    const outcome = await waiting;
+    expect(outcome).toBeInstanceOf(LockStateError);
+    await client.del('ls:{h}', 'ls:{h}:f', 'ls:{h}:q', 'ls:{h}:w');
+  });
+
+  it('a lock key of the wrong type: LockStateError, not a connection error', async () => {
+    const service = await make();
+    await client.rpush('ls:{w}:q', 'x');
+    await client.set('ls:{w}:q', 'not a list');
+    const error = await service.acquire('w').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockStateError);
+    expect((error as Error).message).toContain('wrong type');
+    expect(await client.exists('ls:{w}')).toBe(0);
+  });
+
+  it('a waiter that times out is still a LockTimeoutError (the classification only takes data errors)', async () => {
+    const holder = await make();
+    const held = await holder.acquire('t');
+    const other = await make();
+    await expect(other.acquire('t', { waitTimeout: 100 })).rejects.toBeInstanceOf(LockTimeoutError);
+    expect(await held.release()).toBe(true);
+  });
+});
