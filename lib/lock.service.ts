@@ -5,6 +5,7 @@ import { DISTRIBUTED_LOCK_OPTIONS } from './distributed-lock.module-definition';
 import { DistributedLockError } from './errors/distributed-lock.error';
 import { LockBusyError } from './errors/lock-busy.error';
 import { LockConnectionError } from './errors/lock-connection.error';
+import { LockLostError } from './errors/lock-lost.error';
 import { LockTimeoutError } from './errors/lock-timeout.error';
 import type { DistributedLockModuleOptions } from './interfaces/distributed-lock-module-options.interface';
 import type { LockOptions, WithLockOptions } from './interfaces/lock-options.interface';
@@ -20,6 +21,7 @@ import { RedisConnection, closeConnection, createRedisConnection, waitUntilReady
 import { RedisLockStore } from './redis/redis-lock-store';
 import { ReplicaAcks } from './redis/replica-acks';
 import { WakeChannel } from './redis/wake-channel';
+import { ShutdownDrain } from './shutdown-drain';
 import { Watchdog } from './watchdog';
 
 let nextServiceId = 1;
@@ -43,8 +45,12 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
   private readonly wakeChannel: WakeChannel;
   /** Prefix of every owner token of this service; names its wake channel. */
   private readonly serviceId = newServiceId();
+  /** Aborts when close() begins: no new lock is taken from then on, and waiters stop waiting. */
   private readonly shutdown = new AbortController();
-  private readonly held = new Set<Lock>();
+  /** Held locks: what close() waits for before closing the connection. */
+  private readonly drain = new ShutdownDrain();
+  /** The drain is over: not even a nested call that borrows a held key is served any more. */
+  private closed = false;
   /** What every acquisition needs; the same for all of them. */
   private readonly acquireContext: AcquireContext;
   private closing?: Promise<void>;
@@ -154,7 +160,13 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     return { ...this.stats };
   }
 
-  /** Stops every watchdog and waiter, releases held locks (bounded), closes connections the module made. */
+  /**
+   * Shuts down without deleting a key under running work: takes no new locks, stops waiters, aborts
+   * every held lock's `signal` (`LockLostError`, reason `'shutdown'`) and waits, bounded by
+   * `shutdownTimeout`, for that work to release its locks while the watchdog keeps renewing them.
+   * Work still running after the bound keeps its keys: renewals stop and the leases lapse by TTL
+   * (logged by key). Then closes connections the module made.
+   */
   close(): Promise<void> {
     this.closing ??= this.doClose();
     return this.closing;
@@ -172,10 +184,14 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.shutdown.signal.aborted) return Promise.reject(new DistributedLockError('LockService is closed; no new locks can be acquired.'));
     let toTake: readonly string[] = keys;
     let outer: readonly Lock[] = NO_LOCKS;
     if (insideLockContext()) ({ toTake, outer } = this.splitReentrant(keys));
+    // While close() drains, work under a held lock may still call a method locked on the same key:
+    // that borrows the key and takes nothing. Anything that would take a key is refused.
+    if (this.shutdown.signal.aborted && (toTake.length > 0 || this.closed)) {
+      return Promise.reject(new DistributedLockError('LockService is closed; no new locks can be acquired.'));
+    }
     const token = newOwnerToken(this.serviceId, options.ttl);
     const leases: Lease[] = [];
     const waitUntil = monotonicNow() + (options.onBusy === 'retry' ? options.waitTimeout : 0);
@@ -220,7 +236,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     this.watchdog.track(lock);
     lock.markAcquired();
     this.stats.acquired++;
-    this.held.add(lock);
+    this.drain.hold(lock);
     return lock;
   }
 
@@ -256,7 +272,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
 
   /** @internal */
   forget(lock: Lock): void {
-    this.held.delete(lock);
+    this.drain.forget(lock);
   }
 
   private countFailure(error: unknown): void {
@@ -266,19 +282,33 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
   }
 
   private async doClose(): Promise<void> {
+    const { shutdownTimeout } = this.settings;
     this.shutdown.abort();
+    for (const lock of this.drain.held) lock.noticeShutdown(new LockLostError(lock.key, 'shutdown', shutdownNotice(shutdownTimeout)));
+    // The watchdog keeps renewing while the work finishes; releases empty the drain.
+    // A release leaves the drain as its command is written: it reaches Redis before our QUIT.
+    const drained = await this.drain.untilIdle(shutdownTimeout);
+    this.closed = true;
+    if (!drained) this.leaveToLapse();
     this.watchdog.stop();
-    const held = [...this.held];
-    this.held.clear();
-    const releases = Promise.allSettled(held.map((lock) => lock.release()));
-    await raceTimeout(releases, this.settings.shutdownTimeout);
     await this.wakeChannel.close();
-    if (this.connection.owned) await closeConnection(this.connection.client, this.settings.shutdownTimeout);
+    if (this.connection.owned) await closeConnection(this.connection.client, shutdownTimeout);
+  }
+
+  /** Work still running past shutdownTimeout keeps its keys: deleting them would let another holder in beside it. */
+  private leaveToLapse(): void {
+    for (const lock of this.drain.held) {
+      lock.stopRenewing('shutdown');
+      if (lock.leases.length === 0) continue; // a nested handle: its outer lock is reported
+      this.logger.error(
+        `Lock "${lock.keys.join('", "')}" was still held by running work after shutdownTimeout (${this.settings.shutdownTimeout} ms). ` +
+          `It was not released under that work: renewals stopped and its lease lapses by TTL (in about ${Math.max(0, Math.round(lock.deadline - monotonicNow()))} ms). ` +
+          `Stop the work when lock.signal aborts, or raise shutdownTimeout.`,
+      );
+    }
   }
 }
 
-async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
-}
+const shutdownNotice = (shutdownTimeout: number) =>
+  `the LockService is shutting down; finish or stop the guarded work within shutdownTimeout (${shutdownTimeout} ms). ` +
+  `The lock stays held and renewed until the work releases it; work still running after that keeps the key only until its lease runs out`;
