@@ -124,6 +124,19 @@ export class Lock implements AsyncDisposable {
    * Rejects with `LockConnectionError` when Redis cannot be reached; the lease then lapses by TTL.
    */
   release(): Promise<boolean> {
+    return this.free(this.options.minHold);
+  }
+
+  /**
+   * @internal Frees an acquisition that will never be used (a grant that arrived after close() began,
+   * or the first keys of a multi-key lock whose later keys failed): nothing ran under it, so `minHold`
+   * does not apply. Owner-checked like `release()`, so a queued waiter gets the key at once.
+   */
+  giveBack(): Promise<boolean> {
+    return this.free(0);
+  }
+
+  private free(minHold: number): Promise<boolean> {
     if (this.state === 'released') return Promise.resolve(false);
     const wasLost = this.state === 'lost';
     this.state = 'released';
@@ -131,7 +144,7 @@ export class Lock implements AsyncDisposable {
     this.runtime.watchdog.untrack(this);
     this.end(RELEASED);
     if (this.leases.length === 0) return Promise.resolve(!wasLost && this.outer.every((o) => o.isHeld()));
-    const keepFor = this.options.minHold > 0 ? Math.ceil(this.options.minHold - (monotonicNow() - this.heldSince)) : 0;
+    const keepFor = minHold > 0 ? Math.ceil(minHold - (monotonicNow() - this.heldSince)) : 0;
     let freeing: Promise<boolean>;
     if (keepFor > 0 && !wasLost) freeing = this.shortenTo(keepFor);
     else freeing = this.leases.length === 1 ? this.releaseOne(this.leases[0]) : this.releaseAll();

@@ -2,10 +2,14 @@ import type { Lock } from './lock';
 
 /**
  * What `close()` must wait for before it may close the connection: locks whose work still runs
- * (deleting their keys would let another instance in while that work goes on).
+ * (deleting their keys would let another instance in while that work goes on), and acquisitions
+ * still in flight (a grant that arrives during close must be given back, through this connection,
+ * and a waiter must leave its queue). Plain counters and a set: the common path pays two
+ * increments per acquisition, no promise.
  */
 export class ShutdownDrain {
   private readonly locks = new Set<Lock>();
+  private acquiring = 0;
   private onIdle?: () => void;
 
   /** Locks adopted and not yet released or lost. */
@@ -22,7 +26,17 @@ export class ShutdownDrain {
     if (this.locks.delete(lock)) this.checkIdle();
   }
 
-  /** Resolves true once no lock is held, false if `ms` passed first. */
+  /** An acquisition began; `acquisitionSettled()` follows once it holds its lock or gave back all it got. */
+  acquisitionStarted(): void {
+    this.acquiring++;
+  }
+
+  acquisitionSettled(): void {
+    this.acquiring--;
+    this.checkIdle();
+  }
+
+  /** Resolves true once no lock is held and no acquisition is in flight, false if `ms` passed first. */
   untilIdle(ms: number): Promise<boolean> {
     if (this.idle) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
@@ -37,7 +51,7 @@ export class ShutdownDrain {
   }
 
   private get idle(): boolean {
-    return this.locks.size === 0;
+    return this.locks.size === 0 && this.acquiring === 0;
   }
 
   private checkIdle(): void {

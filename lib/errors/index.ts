@@ -5,3 +5,4 @@ export * from './lock-lost.error';
 export * from './lock-key.error';
 export * from './lock-connection.error';
 export * from './lock-options.error';
+export * from './lock-service-closed.error';

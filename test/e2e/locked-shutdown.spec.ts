@@ -13,7 +13,7 @@ import { Interval, ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { performance } from 'perf_hooks';
-import { DistributedLockModule, Lock, LockLostError, LockService, Locked, currentLock } from '../../lib';
+import { DistributedLockModule, Lock, LockLostError, LockService, LockServiceClosedError, Locked, currentLock } from '../../lib';
 import type { DistributedLockModuleOptions } from '../../lib';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
 import { ServicePool } from '../unit/core-helpers';
@@ -235,12 +235,12 @@ describe('T13 shutdown drains a running non-HTTP @Locked body', () => {
     expect(await probe.exists(redisKey('settle:tick'))).toBe(0);
   });
 
-  it('while it drains, the body may still call a @Locked method on the key it holds (borrowed); a new key is refused', async () => {
+  it('while it drains, the body may still call a @Locked method on the key it holds (borrowed); a new key is LockServiceClosedError', async () => {
     const app = await appWith([Settlement], { ttl: TTL, shutdownTimeout: 10_000 });
     const running = app.get(Settlement).nesting();
     await body.entered;
     await app.close();
-    await expect(running).resolves.toEqual(['ran under settle:nested', 'DistributedLockError']);
+    await expect(running).resolves.toEqual(['ran under settle:nested', 'LockServiceClosedError']);
     expect(await probe.exists(redisKey('settle:nested'))).toBe(0);
     expect(await probe.exists(redisKey('settle:other'))).toBe(0);
   });
@@ -283,5 +283,15 @@ describe('T13 shutdown drains a running non-HTTP @Locked body', () => {
     body.finish();
     await expect(running).resolves.toBe('finished');
     expect(lock.isHeld()).toBe(false);
+  });
+
+  it('after close, a @Locked call is LockServiceClosedError and its method does not run', async () => {
+    const app = await appWith([Settlement], { ttl: TTL });
+    const settlement = app.get(Settlement);
+    await app.close();
+    apps.splice(apps.indexOf(app), 1);
+    await expect(settlement.direct()).rejects.toBeInstanceOf(LockServiceClosedError);
+    await expect(settlement.direct()).rejects.toThrow(/no new locks are taken/);
+    expect(body.lock).toBeUndefined();
   });
 });

@@ -3,7 +3,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
-import { DistributedLockModule, LockLostError, LockOptionsError, LockService } from '../../lib';
+import { DistributedLockModule, LockLostError, LockOptionsError, LockService, LockServiceClosedError } from '../../lib';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
 
 @Injectable()
@@ -73,7 +73,7 @@ describe('DistributedLockModule', () => {
     app.enableShutdownHooks();
     const started = performance.now();
     await app.close();
-    expect(await waiting).toBeInstanceOf(Error);
+    expect(await waiting).toBeInstanceOf(LockServiceClosedError);
     expect(performance.now() - started).toBeLessThan(500);
     expect(held.signal.aborted).toBe(true);
     expect((held.signal.reason as LockLostError).reason).toBe('shutdown');
