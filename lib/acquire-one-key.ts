@@ -1,7 +1,7 @@
-import { DistributedLockError } from './errors/distributed-lock.error';
 import { LockStateError } from './errors/lock-state.error';
 import { LockBusyError } from './errors/lock-busy.error';
 import { LockConnectionError } from './errors/lock-connection.error';
+import { LockServiceClosedError } from './errors/lock-service-closed.error';
 import { LockTimeoutError } from './errors/lock-timeout.error';
 import { monotonicNow } from './internal/clock';
 import { interruptibleDelay } from './internal/sleep';
@@ -229,7 +229,7 @@ function handedOverFor(ctx: AcquireContext, handover: Handover): number {
   return handover.validFor + Math.max(0, ctx.waiterLease - handover.placeLeft);
 }
 
-const shuttingDown = (keys: LockRedisKeys) => new DistributedLockError(`LockService is shutting down; lock "${keys.key}" was not acquired.`);
+const shuttingDown = (keys: LockRedisKeys) => new LockServiceClosedError(keys.key, 'the wait was ended by close()');
 
 /** A lease whose validity already ran out (Redis answered too late) counts as failed and is given back. */
 function validLease(ctx: AcquireContext, keys: LockRedisKeys, token: string, lease: Lease, since: number): Lease {

@@ -5,6 +5,8 @@ import { DISTRIBUTED_LOCK_OPTIONS } from './distributed-lock.module-definition';
 import { DistributedLockError } from './errors/distributed-lock.error';
 import { LockBusyError } from './errors/lock-busy.error';
 import { LockConnectionError } from './errors/lock-connection.error';
+import { LockLostError } from './errors/lock-lost.error';
+import { LockServiceClosedError } from './errors/lock-service-closed.error';
 import { LockTimeoutError } from './errors/lock-timeout.error';
 import type { DistributedLockModuleOptions } from './interfaces/distributed-lock-module-options.interface';
 import type { LockOptions, WithLockOptions } from './interfaces/lock-options.interface';
@@ -18,8 +20,10 @@ import { LockRuntime, LockStats, emptyStats } from './lock-runtime';
 import { ResolvedLockOptions, ResolvedModuleOptions, resolveLockOptions, resolveModuleOptions } from './options/resolve-options';
 import { RedisConnection, closeConnection, createRedisConnection, waitUntilReady } from './redis/redis-connection';
 import { RedisLockStore } from './redis/redis-lock-store';
+import type { LockRedisKeys } from './redis/lock-redis-keys';
 import { ReplicaAcks } from './redis/replica-acks';
 import { WakeChannel } from './redis/wake-channel';
+import { ShutdownDrain } from './shutdown-drain';
 import { Watchdog } from './watchdog';
 
 let nextServiceId = 1;
@@ -43,8 +47,12 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
   private readonly wakeChannel: WakeChannel;
   /** Prefix of every owner token of this service; names its wake channel. */
   private readonly serviceId = newServiceId();
+  /** Aborts when close() begins: no new lock is taken from then on, and waiters stop waiting. */
   private readonly shutdown = new AbortController();
-  private readonly held = new Set<Lock>();
+  /** Held locks and acquisitions in flight: what close() waits for before closing the connection. */
+  private readonly drain = new ShutdownDrain();
+  /** The drain is over: not even a nested call that borrows a held key is served any more. */
+  private closed = false;
   /** What every acquisition needs; the same for all of them. */
   private readonly acquireContext: AcquireContext;
   private closing?: Promise<void>;
@@ -154,7 +162,13 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     return { ...this.stats };
   }
 
-  /** Stops every watchdog and waiter, releases held locks (bounded), closes connections the module made. */
+  /**
+   * Shuts down without deleting a key under running work: takes no new locks (`LockServiceClosedError`),
+   * stops waiters, aborts every held lock's `signal` (`LockLostError`, reason `'shutdown'`) and waits,
+   * bounded by `shutdownTimeout`, for that work to release its locks while the watchdog keeps renewing
+   * them; a grant that arrives meanwhile is given back. Work still running after the bound keeps its
+   * keys: renewals stop and the leases lapse by TTL (logged by key). Then closes connections the module made.
+   */
   close(): Promise<void> {
     this.closing ??= this.doClose();
     return this.closing;
@@ -172,33 +186,46 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.shutdown.signal.aborted) return Promise.reject(new DistributedLockError('LockService is closed; no new locks can be acquired.'));
     let toTake: readonly string[] = keys;
     let outer: readonly Lock[] = NO_LOCKS;
     if (insideLockContext()) ({ toTake, outer } = this.splitReentrant(keys));
+    // While close() drains, work under a held lock may still call a method locked on the same key:
+    // that borrows the key and takes nothing. Anything that would take a key is refused.
+    if (this.shutdown.signal.aborted && (toTake.length > 0 || this.closed)) {
+      return Promise.reject(new LockServiceClosedError(keys[0], 'the call came after close() began'));
+    }
     const token = newOwnerToken(this.serviceId, options.ttl);
     const leases: Lease[] = [];
     const waitUntil = monotonicNow() + (options.onBusy === 'retry' ? options.waitTimeout : 0);
     const pending = new Lock(token, keys, leases, outer, options, this);
+    this.drain.acquisitionStarted();
     if (toTake.length !== 1 || outer.length > 0) return this.takeEach(pending, toTake, leases, waitUntil);
     // One key, nothing borrowed (the common case): a plain promise chain, no async frame.
-    return acquireOneKey(this.acquireContext, this.store.keysFor(toTake[0]), token, options, waitUntil).then(
+    const keysOfLock = this.store.keysFor(toTake[0]);
+    return acquireOneKey(this.acquireContext, keysOfLock, token, options, waitUntil).then(
       (lease) => {
         leases.push(lease);
         return this.adopt(pending);
       },
       (error: unknown) => {
         this.countFailure(error);
-        throw error;
+        if (!this.shutdown.signal.aborted) {
+          this.drain.acquisitionSettled();
+          throw error;
+        }
+        return this.leaveDuringClose(keysOfLock, token, error);
       },
     );
   }
 
   /** Several keys (or some borrowed): taken one by one in canonical order, all or nothing. */
   private async takeEach(pending: Lock, toTake: readonly string[], leases: Lease[], waitUntil: number): Promise<Lock> {
+    let trying: LockRedisKeys | undefined;
     try {
       for (const k of toTake) {
-        leases.push(await acquireOneKey(this.acquireContext, this.store.keysFor(k), pending.token, pending.options, waitUntil));
+        trying = this.store.keysFor(k);
+        leases.push(await acquireOneKey(this.acquireContext, trying, pending.token, pending.options, waitUntil));
+        trying = undefined;
         // Watched from its first lease, so keys taken early stay renewed while we wait for the rest.
         this.watchdog.track(pending);
       }
@@ -209,19 +236,54 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     } catch (error) {
       this.countFailure(error);
       this.watchdog.untrack(pending);
-      if (leases.length > 0) await pending.release().catch(() => undefined);
+      if (leases.length > 0) await pending.giveBack().catch(() => undefined);
+      if (trying && this.shutdown.signal.aborted) return this.leaveDuringClose(trying, pending.token, error);
+      this.drain.acquisitionSettled();
       throw error;
     }
     return this.adopt(pending);
   }
 
-  /** Every lease is taken: the lock is held from now on. */
-  private adopt(lock: Lock): Lock {
+  /** Every lease is taken: the lock is held from now on, unless close() began meanwhile. */
+  private adopt(lock: Lock): Lock | Promise<Lock> {
+    if (this.shutdown.signal.aborted && lock.leases.length > 0) return this.giveBackDuringClose(lock);
     this.watchdog.track(lock);
     lock.markAcquired();
     this.stats.acquired++;
-    this.held.add(lock);
+    this.drain.hold(lock);
+    this.drain.acquisitionSettled();
     return lock;
+  }
+
+  /**
+   * A grant that arrived after close() began (an acquire on the wire, a handover to a queued waiter)
+   * is given back before close() may close the connection: owner-checked, through the normal release,
+   * so a waiter queued elsewhere gets the key at once. The caller gets LockServiceClosedError.
+   */
+  private giveBackDuringClose(lock: Lock): Promise<never> {
+    return lock
+      .giveBack()
+      .catch(() => false) // unreachable Redis: the lease lapses by TTL; the watchdog never renewed it
+      .then(() => {
+        this.drain.acquisitionSettled();
+        throw new LockServiceClosedError(lock.key, 'it was granted after close() began and has been given back');
+      });
+  }
+
+  /**
+   * An acquisition failed after close() began (typically a waiter woken by it). Its attempts may have
+   * left a place in the queue, or a handover we never heard of: take both back (owner-checked) and
+   * wait for that, so close() closes the connection only after it reached Redis.
+   */
+  private async leaveDuringClose(keys: LockRedisKeys, token: string, error: unknown): Promise<never> {
+    try {
+      await this.store.abandon(keys, token);
+    } catch {
+      // Unreachable Redis: the place in the queue lapses after waiterLease, a handed-over lease by its TTL.
+    } finally {
+      this.drain.acquisitionSettled();
+    }
+    throw error;
   }
 
   /** Inside `withLock`/`@Locked`: the keys this call chain already holds are borrowed from its locks, the rest taken. */
@@ -256,7 +318,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
 
   /** @internal */
   forget(lock: Lock): void {
-    this.held.delete(lock);
+    this.drain.forget(lock);
   }
 
   private countFailure(error: unknown): void {
@@ -266,19 +328,33 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
   }
 
   private async doClose(): Promise<void> {
+    const { shutdownTimeout } = this.settings;
     this.shutdown.abort();
+    for (const lock of this.drain.held) lock.noticeShutdown(new LockLostError(lock.key, 'shutdown', shutdownNotice(shutdownTimeout)));
+    // The watchdog keeps renewing while the work finishes; releases and given-back grants empty the
+    // drain. A release leaves the drain as its command is written: it reaches Redis before our QUIT.
+    const drained = await this.drain.untilIdle(shutdownTimeout);
+    this.closed = true;
+    if (!drained) this.leaveToLapse();
     this.watchdog.stop();
-    const held = [...this.held];
-    this.held.clear();
-    const releases = Promise.allSettled(held.map((lock) => lock.release()));
-    await raceTimeout(releases, this.settings.shutdownTimeout);
     await this.wakeChannel.close();
-    if (this.connection.owned) await closeConnection(this.connection.client, this.settings.shutdownTimeout);
+    if (this.connection.owned) await closeConnection(this.connection.client, shutdownTimeout);
+  }
+
+  /** Work still running past shutdownTimeout keeps its keys: deleting them would let another holder in beside it. */
+  private leaveToLapse(): void {
+    for (const lock of this.drain.held) {
+      lock.stopRenewing('shutdown');
+      if (lock.leases.length === 0) continue; // a nested handle: its outer lock is reported
+      this.logger.error(
+        `Lock "${lock.keys.join('", "')}" was still held by running work after shutdownTimeout (${this.settings.shutdownTimeout} ms). ` +
+          `It was not released under that work: renewals stopped and its lease lapses by TTL (in about ${Math.max(0, Math.round(lock.deadline - monotonicNow()))} ms). ` +
+          `Stop the work when lock.signal aborts, or raise shutdownTimeout.`,
+      );
+    }
   }
 }
 
-async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
-}
+const shutdownNotice = (shutdownTimeout: number) =>
+  `the LockService is shutting down; finish or stop the guarded work within shutdownTimeout (${shutdownTimeout} ms). ` +
+  `The lock stays held and renewed until the work releases it; work still running after that keeps the key only until its lease runs out`;

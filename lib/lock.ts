@@ -8,12 +8,17 @@ import { assertIntegerMs } from './options/validate-options';
 
 type LockState = 'held' | 'lost' | 'released';
 
+/** Why the watchdog stopped renewing a held lock: `maxHold` reached, or shutdown while its work still ran. */
+type RenewalStop = 'max-hold' | 'shutdown';
+
 /** One shared reason: a DOMException per release would capture a stack trace on the hot path. */
 const RELEASED = Object.freeze(new DOMException('Lock released', 'AbortError'));
 
 /**
- * A held lock. `signal` aborts when the lease is lost (reason: `LockLostError`) or released;
- * `fencingToken` lets a store reject writes from a holder whose lease silently lapsed.
+ * A held lock. `signal` aborts when the lease is lost (reason: `LockLostError`), when the service
+ * starts shutting down (`LockLostError` with reason `'shutdown'`: the lock is still held, finish or
+ * stop the work), or when it is released; `fencingToken` lets a store reject writes from a holder
+ * whose lease silently lapsed.
  *
  * A handle made by a nested acquisition of keys the caller already holds (same async context)
  * borrows those keys: its release leaves them to the outer lock.
@@ -30,10 +35,13 @@ export class Lock implements AsyncDisposable {
 
   private state: LockState = 'held';
   private heldSince = monotonicNow();
-  private renewalStopped = false;
+  private renewalStopped?: RenewalStop;
   // Made on first read of `signal`: most locks are never asked for one.
   private controller?: AbortController;
   private combinedSignal?: AbortSignal;
+  /** What `signal` aborts with: the first of a shutdown notice, a loss and the release. */
+  private abortReason?: unknown;
+  /** Why the lock ended (lost or released); unlike a shutdown notice, it is no longer held. */
   private endReason?: unknown;
 
   /** @internal Created by LockService only. */
@@ -68,14 +76,16 @@ export class Lock implements AsyncDisposable {
   }
 
   /**
-   * Aborts when the lease is lost or the lock released. Reading it first checks the deadline, so a
-   * holder that was paused past its TTL sees `aborted` even before the watchdog's timer ran.
+   * Aborts when the lease is lost, the lock released, or the service starts shutting down (reason
+   * `LockLostError` with `reason: 'shutdown'`; `isHeld()` stays true until the work releases it).
+   * Reading it first checks the deadline, so a holder that was paused past its TTL sees `aborted`
+   * even before the watchdog's timer ran.
    */
   get signal(): AbortSignal {
     this.checkDeadline();
     if (!this.combinedSignal) {
       this.controller = new AbortController();
-      if (this.endReason !== undefined) this.controller.abort(this.endReason);
+      if (this.abortReason !== undefined) this.controller.abort(this.abortReason);
       this.combinedSignal = this.outer.length ? AbortSignal.any([this.controller.signal, ...this.outer.map((o) => o.signal)]) : this.controller.signal;
     }
     return this.combinedSignal;
@@ -114,6 +124,19 @@ export class Lock implements AsyncDisposable {
    * Rejects with `LockConnectionError` when Redis cannot be reached; the lease then lapses by TTL.
    */
   release(): Promise<boolean> {
+    return this.free(this.options.minHold);
+  }
+
+  /**
+   * @internal Frees an acquisition that will never be used (a grant that arrived after close() began,
+   * or the first keys of a multi-key lock whose later keys failed): nothing ran under it, so `minHold`
+   * does not apply. Owner-checked like `release()`, so a queued waiter gets the key at once.
+   */
+  giveBack(): Promise<boolean> {
+    return this.free(0);
+  }
+
+  private free(minHold: number): Promise<boolean> {
     if (this.state === 'released') return Promise.resolve(false);
     const wasLost = this.state === 'lost';
     this.state = 'released';
@@ -121,7 +144,7 @@ export class Lock implements AsyncDisposable {
     this.runtime.watchdog.untrack(this);
     this.end(RELEASED);
     if (this.leases.length === 0) return Promise.resolve(!wasLost && this.outer.every((o) => o.isHeld()));
-    const keepFor = this.options.minHold > 0 ? Math.ceil(this.options.minHold - (monotonicNow() - this.heldSince)) : 0;
+    const keepFor = minHold > 0 ? Math.ceil(minHold - (monotonicNow() - this.heldSince)) : 0;
     let freeing: Promise<boolean>;
     if (keepFor > 0 && !wasLost) freeing = this.shortenTo(keepFor);
     else freeing = this.leases.length === 1 ? this.releaseOne(this.leases[0]) : this.releaseAll();
@@ -184,14 +207,22 @@ export class Lock implements AsyncDisposable {
     await this.release();
   }
 
-  /** @internal The watchdog stops renewing this lock (maxHold reached). */
+  /** @internal Whether the watchdog renews this lock (not once `maxHold` is reached or shutdown gave up waiting for it). */
   get renewing(): boolean {
-    return this.state === 'held' && this.options.watchdog && !this.renewalStopped;
+    return this.state === 'held' && this.options.watchdog && this.renewalStopped === undefined;
   }
 
-  /** @internal */
-  stopRenewing(): void {
-    this.renewalStopped = true;
+  /** @internal No renewal from now on: the lease lapses by TTL (nothing is deleted under running work). */
+  stopRenewing(why: RenewalStop = 'max-hold'): void {
+    this.renewalStopped ??= why;
+  }
+
+  /**
+   * @internal The service is shutting down: aborts `signal` with `notice` so the work finishes or
+   * stops. The lock stays held and renewed until it is released (or shutdown stops waiting for it).
+   */
+  noticeShutdown(notice: LockLostError): void {
+    if (this.state === 'held') this.abort(notice);
   }
 
   /** @internal Marks the lease lost once: aborts the signal, tells `onLockLost`, logs. */
@@ -222,22 +253,32 @@ export class Lock implements AsyncDisposable {
 
   /** @internal */
   checkDeadline(now: number = monotonicNow()): void {
-    if (this.state === 'held' && now >= this.deadline) {
+    if (this.state !== 'held' || now < this.deadline) return;
+    if (this.renewalStopped === 'max-hold') {
+      this.markLost('max-hold', `held longer than maxHold (${this.options.maxHold} ms); the watchdog stopped renewing and the lease ran out`);
+    } else if (this.renewalStopped === 'shutdown') {
+      this.markLost('expired', 'the LockService shut down while this work still ran past shutdownTimeout; renewals stopped and the lease ran out');
+    } else {
       this.markLost(
-        this.renewalStopped ? 'max-hold' : 'expired',
-        this.renewalStopped
-          ? `held longer than maxHold (${this.options.maxHold} ms); the watchdog stopped renewing and the lease ran out`
-          : `its lease ran out at this process's clock before a renewal succeeded (paused process, blocked event loop or unreachable Redis)`,
+        'expired',
+        `its lease ran out at this process's clock before a renewal succeeded (paused process, blocked event loop or unreachable Redis)`,
       );
     }
   }
 
-  /** Aborts the signal (if anyone asked for it) with the first reason the lock ended for. */
+  /** The lock ended (lost or released): aborts the signal, unless a shutdown notice already did, and leaves the service's books. */
   private end(reason: unknown): void {
     if (this.endReason !== undefined) return;
     this.endReason = reason;
-    this.controller?.abort(reason);
+    this.abort(reason);
     this.runtime.forget(this);
+  }
+
+  /** Aborts the signal (if anyone asked for it) with the first reason given. */
+  private abort(reason: unknown): void {
+    if (this.abortReason !== undefined) return;
+    this.abortReason = reason;
+    this.controller?.abort(reason);
   }
 
   private assertHeld(): void {

@@ -6,3 +6,4 @@ export * from './lock-key.error';
 export * from './lock-connection.error';
 export * from './lock-options.error';
 export * from './lock-state.error';
+export * from './lock-service-closed.error';

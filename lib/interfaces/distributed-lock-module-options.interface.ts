@@ -16,7 +16,12 @@ export interface DistributedLockModuleOptions extends LockOptions {
    * Live waiters refresh every third of it. @default 3000
    */
   waiterLease?: number;
-  /** Bound of releasing held locks and closing connections at application shutdown, in ms. @default 5000 */
+  /**
+   * How long shutdown waits, in ms, for work under held locks to finish and release them (their
+   * `signal` aborts, the leases stay renewed) and for acquisitions in flight to settle; work still
+   * running after it keeps its keys until their leases lapse. Also bounds closing the connection.
+   * @default 5000
+   */
   shutdownTimeout?: number;
   /**
    * Replicas that must confirm (Redis `WAIT`) every acquire, extend and watchdog renewal before it

@@ -1,5 +1,10 @@
-/** A delay that ends early when `wake` is called or `signal` aborts; its timer never keeps the process alive. */
+/**
+ * A delay that ends early when `wake` is called or `signal` aborts; its timer never keeps the process alive.
+ * A signal that has already aborted ends it at once: 'abort' is never dispatched again, so listening alone
+ * would sleep the whole delay (a waiter that reached its pause after shutdown began stayed queued through close).
+ */
 export function interruptibleDelay(ms: number, signal?: AbortSignal): { promise: Promise<void>; wake: () => void } {
+  if (signal?.aborted) return { promise: Promise.resolve(), wake: () => undefined };
   let wake!: () => void;
   const promise = new Promise<void>((resolve) => {
     const timer = setTimeout(finish, Math.max(0, ms));

@@ -3,7 +3,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
-import { DistributedLockModule, LockOptionsError, LockService } from '../../lib';
+import { DistributedLockModule, LockLostError, LockOptionsError, LockService, LockServiceClosedError } from '../../lib';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
 
 @Injectable()
@@ -60,19 +60,24 @@ describe('DistributedLockModule', () => {
     ).rejects.toThrow(LockOptionsError);
   });
 
-  it('on shutdown releases held locks, stops waiters and closes only its own connection', async () => {
+  // Shutdown drains (DESIGN.md invariant 8): it asks the holder to finish through its signal and waits
+  // for its release; it no longer deletes the key itself while the holder may still be running.
+  it('on shutdown asks holders to finish, waits for their release, stops waiters and closes only its own connection', async () => {
     const mine = new Redis(redis.url);
     const app = await Test.createTestingModule({ imports: [DistributedLockModule.forRoot({ redis: mine, ttl: 30_000 })] }).compile();
     await app.init();
     const locks = app.get(LockService);
     const held = await locks.acquire('module:3');
+    held.signal.addEventListener('abort', () => void held.release());
     const waiting = locks.acquire('module:3', { waitTimeout: 10_000 }).catch((e) => e);
     app.enableShutdownHooks();
     const started = performance.now();
     await app.close();
-    expect(await waiting).toBeInstanceOf(Error);
+    expect(await waiting).toBeInstanceOf(LockServiceClosedError);
     expect(performance.now() - started).toBeLessThan(500);
     expect(held.signal.aborted).toBe(true);
+    expect((held.signal.reason as LockLostError).reason).toBe('shutdown');
+    expect(held.isHeld()).toBe(false);
     expect(mine.status).toBe('ready');
     expect(await mine.exists('lock:{module:3}')).toBe(0);
     await mine.quit();
@@ -97,10 +102,11 @@ describe('DistributedLockModule', () => {
     }
   });
 
-  it('closes a connection it created', async () => {
+  it('closes a connection it created (after the holder released)', async () => {
     const locks = new LockService({ redis: redis.url });
     await locks.onModuleInit();
     const lock = await locks.acquire('module:4');
+    lock.signal.addEventListener('abort', () => void lock.release());
     await locks.close();
     expect((locks.store.client as Redis).status).toBe('end');
     const probe = redis.client();

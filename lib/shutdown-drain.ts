@@ -1,0 +1,60 @@
+import type { Lock } from './lock';
+
+/**
+ * What `close()` must wait for before it may close the connection: locks whose work still runs
+ * (deleting their keys would let another instance in while that work goes on), and acquisitions
+ * still in flight (a grant that arrives during close must be given back, through this connection,
+ * and a waiter must leave its queue). Plain counters and a set: the common path pays two
+ * increments per acquisition, no promise.
+ */
+export class ShutdownDrain {
+  private readonly locks = new Set<Lock>();
+  private acquiring = 0;
+  private onIdle?: () => void;
+
+  /** Locks adopted and not yet released or lost. */
+  get held(): ReadonlySet<Lock> {
+    return this.locks;
+  }
+
+  hold(lock: Lock): void {
+    this.locks.add(lock);
+  }
+
+  /** The lock ended (released or lost). */
+  forget(lock: Lock): void {
+    if (this.locks.delete(lock)) this.checkIdle();
+  }
+
+  /** An acquisition began; `acquisitionSettled()` follows once it holds its lock or gave back all it got. */
+  acquisitionStarted(): void {
+    this.acquiring++;
+  }
+
+  acquisitionSettled(): void {
+    this.acquiring--;
+    this.checkIdle();
+  }
+
+  /** Resolves true once no lock is held and no acquisition is in flight, false if `ms` passed first. */
+  untilIdle(ms: number): Promise<boolean> {
+    if (this.idle) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => finish(false), ms);
+      const finish = (drained: boolean) => {
+        clearTimeout(timer);
+        this.onIdle = undefined;
+        resolve(drained);
+      };
+      this.onIdle = () => finish(true);
+    });
+  }
+
+  private get idle(): boolean {
+    return this.locks.size === 0 && this.acquiring === 0;
+  }
+
+  private checkIdle(): void {
+    if (this.onIdle && this.idle) this.onIdle();
+  }
+}
