@@ -130,6 +130,17 @@ describe.each<Platform>(['express', 'fastify'])('HTTP mapping on %s', (platform)
     }
   });
 
+  it('a request reaching an instance whose LockService is closing answers 503 (retry elsewhere), not 500', async () => {
+    const closing = await createApp(platform, redis.url);
+    try {
+      await closing.get(LockService).close();
+      const res = await request(closing.getHttpServer()).get('/seats/throw/E5').expect(503);
+      expect(res.body).toMatchObject({ statusCode: 503, error: 'Service Unavailable', message: expect.stringContaining('shutting down') });
+    } finally {
+      await closing.close();
+    }
+  });
+
   it('LockConnectionError (Redis down) answers 503, not 409 or 500', async () => {
     const dead = await RedisProcess.start();
     const url = dead.url;
