@@ -5,7 +5,7 @@ import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { resolveKeyPrefix } from './key-prefix';
 import { LOCK_DEFAULTS } from './lock-defaults';
-import { assertBoolean, assertCount, assertFunctionOrUndefined, assertIntegerMs, assertOneOf, describe } from './validate-options';
+import { assertBoolean, assertCount, assertFunctionOrUndefined, assertIntegerMs, assertOneOf, assertTtl, describe } from './validate-options';
 
 const POLICIES: readonly OnBusyPolicy[] = ['retry', 'throw', 'fail-fast'];
 /** More replicas than any real deployment runs: a larger value is a typo. */
@@ -45,7 +45,7 @@ export function resolveLockOptions(base: ResolvedLockOptions, overrides: LockOpt
   const o = overrides;
   const retry = o.retryDelay ?? {};
   const resolved: ResolvedLockOptions = {
-    ttl: assertIntegerMs(`${where}.ttl`, o.ttl ?? base.ttl, 1),
+    ttl: assertTtl(`${where}.ttl`, o.ttl ?? base.ttl),
     onBusy: assertOneOf(`${where}.onBusy`, o.onBusy ?? base.onBusy, POLICIES),
     waitTimeout: assertIntegerMs(`${where}.waitTimeout`, o.waitTimeout ?? base.waitTimeout, 0),
     watchdog: assertBoolean(`${where}.watchdog`, o.watchdog ?? base.watchdog),
