@@ -1,6 +1,21 @@
 import { monotonicNow } from './clock';
 import { timeoutError, toConnectionError } from './connection-errors';
 
+/**
+ * Decides, before a call is sent, whether the connection can take it (lib/redis/connection-state.ts),
+ * and explains the connection failures the client reports in its own terms.
+ */
+export interface CommandGate {
+  /** undefined: send now. An error: fail with it now (nothing sent). 'wait': send once `whenReady` calls back. */
+  admit(operation: string): undefined | Error | 'wait';
+  /** Calls `send` when the connection is ready; returns the cancel function. */
+  whenReady(send: () => void): () => void;
+  /** The error of a call that waited `waitedMs` for a connection that did not come. */
+  notReachable(operation: string, waitedMs: number): Error;
+  /** A better error for a transport failure than `toConnectionError` would make, or undefined. */
+  explain(operation: string, error: unknown): Error | undefined;
+}
+
 interface PendingCall {
   readonly deadline: number;
   settled: boolean;
@@ -26,7 +41,11 @@ export class CommandDeadlines {
   private timerAt = Infinity;
   private unsettled = 0;
 
-  constructor(private readonly timeoutMs: number) {}
+  constructor(
+    private readonly timeoutMs: number,
+    /** Without one, every call is sent at once (the client itself refuses what it cannot send). */
+    private readonly gate?: CommandGate,
+  ) {}
 
   /** Calls sent and not settled yet. */
   get inFlight(): number {
@@ -37,6 +56,7 @@ export class CommandDeadlines {
    * Runs `run`; rejects with `LockConnectionError` on any failure, or when it did not settle within
    * the timeout. `parse` turns the reply into the result in the same step, and a failure that
    * `retryIf` accepts runs `run(1)` once, within the same deadline (no extra promise per call for either).
+   * A call the gate holds back until the first connection is made waits within the same deadline.
    */
   bound<R, T = R>(
     operation: string,
@@ -45,10 +65,18 @@ export class CommandDeadlines {
     retryIf?: (error: unknown) => boolean,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
+      const admission = this.gate?.admit(operation);
+      if (admission instanceof Error) return reject(admission);
+      /** Set while the call waits for the first connection. */
+      let cancelWait: (() => void) | undefined;
       const call: PendingCall = {
         deadline: monotonicNow() + this.timeoutMs,
         settled: false,
-        fail: () => reject(timeoutError(operation, this.timeoutMs)),
+        fail: () => {
+          if (!cancelWait) return reject(timeoutError(operation, this.timeoutMs));
+          cancelWait();
+          reject(this.gate!.notReachable(operation, this.timeoutMs));
+        },
       };
       this.push(call);
       this.unsettled++;
@@ -68,7 +96,7 @@ export class CommandDeadlines {
         if (attempt === 0 && retryIf?.(error)) return send(1);
         call.settled = true;
         this.unsettled--;
-        reject(toConnectionError(operation, error));
+        reject(this.gate?.explain(operation, error) ?? toConnectionError(operation, error));
       };
       const send = (attempt: number) => {
         let promise: Promise<R>;
@@ -79,7 +107,11 @@ export class CommandDeadlines {
         }
         promise.then(onReply, (error: unknown) => onError(error, attempt));
       };
-      send(0);
+      if (admission !== 'wait') return send(0);
+      cancelWait = this.gate!.whenReady(() => {
+        cancelWait = undefined;
+        if (!call.settled) send(0);
+      });
     });
   }
 
