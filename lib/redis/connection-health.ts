@@ -10,6 +10,7 @@ import type { RedisClient } from './redis-connection';
  */
 export function reportConnectionHealth(client: RedisClient, state: ConnectionState, logger: Logger, closed: AbortSignal): void {
   let healthy = true;
+  let reachedBefore = state.connectedBefore;
   // Before the first connection, each failed attempt is an 'error' event (ECONNREFUSED, ETIMEDOUT, …).
   client.on('error', (error: Error) => {
     if (!healthy || closed.aborted || state.connectedBefore) return;
@@ -27,9 +28,11 @@ export function reportConnectionHealth(client: RedisClient, state: ConnectionSta
     logger.warn(`Redis connection to ${address(state)} lost${reason}; it is being re-established, and lock calls fail with LockConnectionError until it is back.`);
   });
   client.on('ready', () => {
+    const first = !reachedBefore;
+    reachedBefore = true;
     if (healthy) return;
     healthy = true;
-    logger.log(`Redis connection to ${address(state)} is back.`);
+    logger.log(first ? `${state.target} is reachable now; lock calls work.` : `Redis connection to ${address(state)} is back.`);
   });
 }
 
