@@ -18,6 +18,8 @@ import { Lock } from './lock';
 import { heldInContext, insideLockContext, runInLockContext } from './lock-context';
 import { LockRuntime, LockStats, emptyStats } from './lock-runtime';
 import { ResolvedLockOptions, ResolvedModuleOptions, resolveLockOptions, resolveModuleOptions } from './options/resolve-options';
+import { reportConnectionHealth } from './redis/connection-health';
+import { ConnectionState } from './redis/connection-state';
 import { RedisConnection, closeConnection, createRedisConnection, waitUntilReady } from './redis/redis-connection';
 import { RedisLockStore } from './redis/redis-lock-store';
 import type { LockRedisKeys } from './redis/lock-redis-keys';
@@ -44,6 +46,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
   /** @internal */ readonly settings: ResolvedModuleOptions;
 
   private readonly connection: RedisConnection;
+  private readonly connectionState: ConnectionState;
   private readonly wakeChannel: WakeChannel;
   /** Prefix of every owner token of this service; names its wake channel. */
   private readonly serviceId = newServiceId();
@@ -62,11 +65,12 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
     // Every waiter listens for shutdown; hundreds of concurrent waiters are normal, not a leak.
     setMaxListeners(0, this.shutdown.signal);
     this.connection = createRedisConnection(options.redis, this.settings.commandTimeout);
-    if (this.connection.owned) this.reportConnectionHealth();
-    const { client } = this.connection;
+    const { client, owned } = this.connection;
+    this.connectionState = new ConnectionState(client, owned);
+    if (owned) reportConnectionHealth(client, this.connectionState, this.logger, this.shutdown.signal);
     const { keyPrefix, commandTimeout, waiterLease, replicaAcks, replicaAckTimeout } = this.settings;
     const acks = replicaAcks > 0 ? new ReplicaAcks(replicaAcks, replicaAckTimeout) : undefined;
-    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease, acks);
+    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease, acks, this.connectionState);
     this.wakeChannel = new WakeChannel(client, this.store.channelPrefix + this.serviceId, commandTimeout, this.logger);
     this.watchdog = new Watchdog(this.store, this.logger, this.stats);
     this.acquireContext = { store: this.store, wakeChannel: this.wakeChannel, waiterLease, shutdown: this.shutdown.signal };
@@ -74,8 +78,15 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
 
   /** Waits (bounded) for the connection, so the first lock of the application does not fail on a handshake in progress. */
   async onModuleInit(): Promise<void> {
-    const ready = await waitUntilReady(this.connection.client, Math.max(this.settings.commandTimeout, 1_000));
-    if (!ready) this.logger.error('Redis is not reachable yet; lock calls fail with LockConnectionError until it is.');
+    const waitMs = Math.max(this.settings.commandTimeout, 1_000);
+    const ready = await waitUntilReady(this.connection.client, waitMs);
+    // A failed attempt of a connection we own was already logged as "not reachable", with its reason (connection-health.ts).
+    if (!ready && !this.connectionState.reason) {
+      this.logger.error(
+        `${this.connectionState.target} is not reachable: no connection within ${waitMs} ms of startup. ` +
+          `Lock calls fail with LockConnectionError until it is; check the redis option and that the server is running.`,
+      );
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -296,24 +307,6 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
       else toTake.push(k);
     }
     return { toTake, outer: [...outer] };
-  }
-
-  /**
-   * ioredis reports connection trouble as 'error' events (printed raw when nobody listens) once per
-   * reconnect attempt; one warning when the connection is lost and one line when it is back is enough.
-   */
-  private reportConnectionHealth(): void {
-    let healthy = true;
-    this.connection.client.on('error', (error: Error) => {
-      if (!healthy || this.shutdown.signal.aborted) return;
-      healthy = false;
-      this.logger.warn(`Redis connection lost (${error.message}); lock calls fail with LockConnectionError until it is back.`);
-    });
-    this.connection.client.on('ready', () => {
-      if (healthy) return;
-      healthy = true;
-      this.logger.log('Redis connection is back.');
-    });
   }
 
   /** @internal */

@@ -4,7 +4,7 @@ import { nextTurn } from './internal/sleep';
 import { Lease, renewLease } from './lease';
 import type { LockRuntime } from './lock-runtime';
 import type { ResolvedLockOptions } from './options/resolve-options';
-import { assertIntegerMs } from './options/validate-options';
+import { assertTtl } from './options/validate-options';
 
 type LockState = 'held' | 'lost' | 'released';
 
@@ -102,7 +102,7 @@ export class Lock implements AsyncDisposable {
    * Throws `LockLostError` if the lock is no longer ours, `LockConnectionError` if Redis did not answer.
    */
   async extend(ttl: number = this.options.ttl): Promise<void> {
-    assertIntegerMs('extend(ttl)', ttl, 1);
+    assertTtl('extend(ttl)', ttl);
     this.assertHeld();
     const sentAt = monotonicNow();
     const results = await Promise.allSettled(this.leases.map((l) => this.runtime.store.extend(l.keys, this.token, ttl)));

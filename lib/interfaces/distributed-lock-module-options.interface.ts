@@ -7,7 +7,10 @@ export type RedisConnectionOption = string | RedisOptions | Redis | Cluster;
 export interface DistributedLockModuleOptions extends LockOptions {
   /** Where locks live. A URL or options make a connection the module owns; an instance stays yours. */
   redis: RedisConnectionOption;
-  /** Namespace of every Redis key (and channel) the module writes. @default 'lock:' */
+  /**
+   * Namespace of every Redis key (and channel) the module writes. No `{` or `}` (they would pick the
+   * Cluster slot instead of each lock's own hash tag) and no lone UTF-16 surrogate. @default 'lock:'
+   */
   keyPrefix?: string;
   /** Bound of every Redis call in ms; a slower answer is a `LockConnectionError`. @default 2000 */
   commandTimeout?: number;

@@ -14,7 +14,7 @@ export interface RetryDelayOptions {
 
 /** Per-call options; every field left out inherits the module's default. */
 export interface LockOptions {
-  /** Lease in ms (integer 1 … 2,147,483,647). The watchdog renews it every ttl/3 while held. @default 30000 */
+  /** Lease in ms (integer 10 … 2,147,483,647). The watchdog renews it every ttl/3 while held. @default 30000 */
   ttl?: number;
   /** Policy when the key is held: wait (bounded), throw `LockBusyError`, or give up quietly. @default 'retry' */
   onBusy?: OnBusyPolicy;

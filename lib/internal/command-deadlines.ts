@@ -1,6 +1,21 @@
 import { monotonicNow } from './clock';
 import { timeoutError, toConnectionError } from './connection-errors';
 
+/**
+ * Decides, before a call is sent, whether the connection can take it (lib/redis/connection-state.ts),
+ * and explains the connection failures the client reports in its own terms.
+ */
+export interface CommandGate {
+  /** undefined: send now. An error: fail with it now (nothing sent). 'wait': send once `whenReady` calls back. */
+  admit(operation: string): undefined | Error | 'wait';
+  /** Calls `send` when the connection is ready; returns the cancel function. */
+  whenReady(send: () => void): () => void;
+  /** The error of a call that waited `waitedMs` for a connection that did not come. */
+  notReachable(operation: string, waitedMs: number): Error;
+  /** A better error for a transport failure than `toConnectionError` would make, or undefined. */
+  explain(operation: string, error: unknown): Error | undefined;
+}
+
 interface PendingCall {
   readonly deadline: number;
   settled: boolean;
@@ -26,7 +41,11 @@ export class CommandDeadlines {
   private timerAt = Infinity;
   private unsettled = 0;
 
-  constructor(private readonly timeoutMs: number) {}
+  constructor(
+    private readonly timeoutMs: number,
+    /** Without one, every call is sent at once (the client itself refuses what it cannot send). */
+    private readonly gate?: CommandGate,
+  ) {}
 
   /** Calls sent and not settled yet. */
   get inFlight(): number {
@@ -38,6 +57,7 @@ export class CommandDeadlines {
    * the timeout. `parse` turns the reply into the result in the same step, and a failure that
    * `retryIf` accepts runs `run(1)` once, within the same deadline (no extra promise per call for either).
    * `classify` may name a failure that is not connection trouble (corrupt lock state) with its own error.
+   * A call the gate holds back until the first connection is made waits within the same deadline.
    */
   bound<R, T = R>(
     operation: string,
@@ -47,10 +67,18 @@ export class CommandDeadlines {
     classify?: (error: unknown) => Error | undefined,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
+      const admission = this.gate?.admit(operation);
+      if (admission instanceof Error) return reject(admission);
+      /** Set while the call waits for the first connection. */
+      let cancelWait: (() => void) | undefined;
       const call: PendingCall = {
         deadline: monotonicNow() + this.timeoutMs,
         settled: false,
-        fail: () => reject(timeoutError(operation, this.timeoutMs)),
+        fail: () => {
+          if (!cancelWait) return reject(timeoutError(operation, this.timeoutMs));
+          cancelWait();
+          reject(this.gate!.notReachable(operation, this.timeoutMs));
+        },
       };
       this.push(call);
       this.unsettled++;
@@ -70,7 +98,7 @@ export class CommandDeadlines {
         if (attempt === 0 && retryIf?.(error)) return send(1);
         call.settled = true;
         this.unsettled--;
-        reject(classify?.(error) ?? toConnectionError(operation, error));
+        reject(classify?.(error) ?? this.gate?.explain(operation, error) ?? toConnectionError(operation, error));
       };
       const send = (attempt: number) => {
         let promise: Promise<R>;
@@ -81,7 +109,11 @@ export class CommandDeadlines {
         }
         promise.then(onReply, (error: unknown) => onError(error, attempt));
       };
-      send(0);
+      if (admission !== 'wait') return send(0);
+      cancelWait = this.gate!.whenReady(() => {
+        cancelWait = undefined;
+        if (!call.settled) send(0);
+      });
     });
   }
 

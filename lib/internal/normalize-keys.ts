@@ -1,11 +1,13 @@
 import { LockKeyError } from '../errors/lock-key.error';
+import { LONE_SURROGATE_ADVICE, loneSurrogateIn, quoted } from '../keys/lone-surrogate';
 import { MAX_KEY_BYTES } from '../options/lock-defaults';
 import { describe } from '../options/validate-options';
 
 /**
  * Validates keys before any Redis command and puts them in the one canonical order (sorted,
  * duplicates dropped) in which every caller takes them, so `['a','b']` and `['b','a']` cannot
- * deadlock each other. Keys are taken literally: `*`, `?`, `[`, braces, CR/LF and unicode are data.
+ * deadlock each other. Keys are taken literally: `*`, `?`, `[`, braces, CR/LF and unicode are data;
+ * only text Redis cannot store as it is (lone UTF-16 surrogates) is refused.
  */
 export function normalizeKeys(input: unknown): string[] {
   if (typeof input === 'string') {
@@ -23,6 +25,8 @@ function assertKey(key: unknown): void {
     throw new LockKeyError(`Lock key: expected a non-empty string, got ${describe(key)}. Build the key from a string or number id.`);
   }
   if (key.length === 0) throw new LockKeyError('Lock key: expected a non-empty string, got "". An empty key would make unrelated callers share one lock.');
+  const surrogate = loneSurrogateIn(key);
+  if (surrogate) throw new LockKeyError(`Lock key ${quoted(key)} contains a lone UTF-16 surrogate (${surrogate}). ${LONE_SURROGATE_ADVICE}`);
   // A UTF-16 length within a third of the limit cannot exceed it in UTF-8 bytes: skip the count.
   if (key.length * 3 <= MAX_KEY_BYTES) return;
   const bytes = Buffer.byteLength(key, 'utf8');

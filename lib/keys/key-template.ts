@@ -1,4 +1,5 @@
 import { LockKeyError } from '../errors/lock-key.error';
+import { LONE_SURROGATE_ADVICE, loneSurrogateIn } from './lone-surrogate';
 
 /** One `<N>` / `<N.path.to.field>` placeholder of a key template. */
 export interface KeyPlaceholder {
@@ -39,6 +40,10 @@ export function parseKeyTemplate(template: unknown, where: string): KeyTemplate 
   }
   if (template.length === 0) {
     throw new LockKeyError(`${where}: the key template is empty; an empty key would make unrelated calls share one lock.`);
+  }
+  const surrogate = loneSurrogateIn(template);
+  if (surrogate) {
+    throw new LockKeyError(`${where}: key template ${JSON.stringify(template)} contains a lone UTF-16 surrogate (${surrogate}). ${LONE_SURROGATE_ADVICE}`);
   }
   const literals: string[] = [];
   const placeholders: KeyPlaceholder[] = [];

@@ -1,10 +1,12 @@
 import { LockKeyError } from '../errors/lock-key.error';
 import type { KeyPlaceholder } from './key-template';
+import { LONE_SURROGATE_ADVICE, loneSurrogateIn } from './lone-surrogate';
 
 /**
  * Turns a resolved placeholder value into key text, or throws `LockKeyError` naming the placeholder
  * and the value's type. Only values that identify something are accepted: non-empty strings, finite
  * numbers, bigints and booleans. `undefined`/`null` (a missing field), `''`, `NaN`/`Infinity`,
+ * strings with a lone UTF-16 surrogate (see lone-surrogate.ts),
  * objects and arrays (`[object Object]`), functions and symbols would all silently make unrelated
  * calls share one lock (`seat:undefined`), so they are refused before any Redis command.
  *
@@ -13,9 +15,17 @@ import type { KeyPlaceholder } from './key-template';
  */
 export function keyValueText(value: unknown, placeholder: KeyPlaceholder, where: string): string {
   switch (typeof value) {
-    case 'string':
-      if (value.length > 0) return value;
-      break;
+    case 'string': {
+      if (value.length === 0) break;
+      const surrogate = loneSurrogateIn(value);
+      if (surrogate) {
+        throw new LockKeyError(
+          `${where}: placeholder ${placeholder.source} resolved to a string with a lone UTF-16 surrogate (${surrogate}). ` +
+            `${LONE_SURROGATE_ADVICE} The method was not run.`,
+        );
+      }
+      return value;
+    }
     case 'number':
       if (Number.isFinite(value)) return String(value);
       break;

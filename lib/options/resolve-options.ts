@@ -3,8 +3,9 @@ import type { LockOptions, OnBusyPolicy } from '../interfaces/lock-options.inter
 import type { Lock } from '../lock';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
+import { resolveKeyPrefix } from './key-prefix';
 import { LOCK_DEFAULTS } from './lock-defaults';
-import { assertBoolean, assertCount, assertFunctionOrUndefined, assertIntegerMs, assertOneOf, describe } from './validate-options';
+import { assertBoolean, assertCount, assertFunctionOrUndefined, assertIntegerMs, assertOneOf, assertTtl, describe } from './validate-options';
 
 const POLICIES: readonly OnBusyPolicy[] = ['retry', 'throw', 'fail-fast'];
 /** More replicas than any real deployment runs: a larger value is a typo. */
@@ -44,7 +45,7 @@ export function resolveLockOptions(base: ResolvedLockOptions, overrides: LockOpt
   const o = overrides;
   const retry = o.retryDelay ?? {};
   const resolved: ResolvedLockOptions = {
-    ttl: assertIntegerMs(`${where}.ttl`, o.ttl ?? base.ttl, 1),
+    ttl: assertTtl(`${where}.ttl`, o.ttl ?? base.ttl),
     onBusy: assertOneOf(`${where}.onBusy`, o.onBusy ?? base.onBusy, POLICIES),
     waitTimeout: assertIntegerMs(`${where}.waitTimeout`, o.waitTimeout ?? base.waitTimeout, 0),
     watchdog: assertBoolean(`${where}.watchdog`, o.watchdog ?? base.watchdog),
@@ -79,10 +80,7 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
   if (options.redis === undefined || options.redis === null || options.redis === '') {
     throw new LockOptionsError('redis', "missing: pass a URL ('redis://127.0.0.1:6379'), ioredis options, or a Redis/Cluster instance.");
   }
-  const keyPrefix = options.keyPrefix ?? LOCK_DEFAULTS.keyPrefix;
-  if (typeof keyPrefix !== 'string') {
-    throw new LockOptionsError('keyPrefix', `expected a string, got ${describe(keyPrefix)}.`);
-  }
+  const keyPrefix = resolveKeyPrefix(options.keyPrefix ?? LOCK_DEFAULTS.keyPrefix);
   const commandTimeout = assertIntegerMs('commandTimeout', options.commandTimeout ?? LOCK_DEFAULTS.commandTimeout, 1);
   const replicaAcks = assertCount('replicaAcks', options.replicaAcks ?? LOCK_DEFAULTS.replicaAcks, 0, MAX_REPLICA_ACKS);
   const replicaAckTimeout = assertIntegerMs('replicaAckTimeout', options.replicaAckTimeout ?? LOCK_DEFAULTS.replicaAckTimeout, 1);

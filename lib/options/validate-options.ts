@@ -1,5 +1,5 @@
 import { LockOptionsError } from '../errors/lock-options.error';
-import { MAX_TIMER_MS } from './lock-defaults';
+import { MAX_TIMER_MS, MIN_TTL_MS } from './lock-defaults';
 
 /** Validation runs before any Redis command, so a bad value never reaches Redis. */
 export function assertIntegerMs(option: string, value: unknown, min: number): number {
@@ -10,6 +10,19 @@ export function assertIntegerMs(option: string, value: unknown, min: number): nu
     );
   }
   return value;
+}
+
+/** A lease length (module, per-call or extend ttl): like assertIntegerMs, with the reason for the lower bound. */
+export function assertTtl(option: string, value: unknown): number {
+  if (typeof value === 'number' && Number.isInteger(value) && value < MIN_TTL_MS) {
+    throw new LockOptionsError(
+      option,
+      `expected an integer number of milliseconds from ${MIN_TTL_MS} to ${MAX_TIMER_MS}, got ${value}. A lease needs at least ` +
+        `${MIN_TTL_MS} ms: it counts as valid for ttl − 2 ms − 1 % (allowance for clock drift and timer lateness) minus the ` +
+        `round trip to Redis, and the watchdog must renew it at ttl/3 and hear back within that. Raise ttl.`,
+    );
+  }
+  return assertIntegerMs(option, value, MIN_TTL_MS);
 }
 
 export function assertCount(option: string, value: unknown, min: number, max: number): number {

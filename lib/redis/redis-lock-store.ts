@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { CommandDeadlines } from '../internal/command-deadlines';
+import { CommandDeadlines, CommandGate } from '../internal/command-deadlines';
 import { toConnectionError } from '../internal/connection-errors';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
 import { lockStateError } from './lock-state';
@@ -43,10 +43,12 @@ export class RedisLockStore {
     waiterLease: number,
     /** Undefined: no replica confirmation (the default). */
     readonly replicaAcks?: ReplicaAcks,
+    /** Holds calls back until the first connection, refuses them while it is down (see ConnectionState). */
+    gate?: CommandGate,
   ) {
     this.waiterLease = String(waiterLease);
     this.channelPrefix = waiterChannelPrefix(keyPrefix);
-    this.deadlines = new CommandDeadlines(commandTimeout);
+    this.deadlines = new CommandDeadlines(commandTimeout, gate);
     this.scripts = new ScriptRunner(client);
     this.writes = new WriteBatcher(client);
   }

@@ -1,6 +1,8 @@
 import type { Cluster } from 'ioredis';
 import { LockService } from '../../lib';
+import { lockRedisKeys } from '../../lib/redis/lock-redis-keys';
 import { RedisCluster } from '../harness/redis-cluster';
+import { redisKeySlot } from '../harness/redis-key-slot';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -43,6 +45,31 @@ describe('Redis Cluster', () => {
     const next = await waiting;
     expect(next.fencingToken).toBeGreaterThan(lock.fencingTokens.get('acct:2')!);
     expect(await next.release()).toBe(true);
+    expect(locks.getStats().lost).toBe(0);
+  });
+
+  // Braces decide a Cluster slot, so a key that closes or empties the hash tag (`}x` made `lock:{}x}`)
+  // used to scatter one lock's names over several slots: every script on it failed.
+  it('locks keys containing braces and percent signs: one slot per lock, waiting and handover work, look-alikes stay apart', async () => {
+    const keys = ['}x', '{}', 'a}b{c', '%7D', '}', '%', '%25', '{', '}}', '{x}', 'x}:f'];
+    for (const key of keys) {
+      const lock = await locks.acquire(key);
+      const k = lockRedisKeys('lock:', key);
+      expect(await cluster.get(k.lock)).toBe(lock.token);
+      const names = [k.lock, k.fence, k.queue, k.waiters];
+      const slots = await Promise.all(names.map((name) => cluster.call('CLUSTER', 'KEYSLOT', name)));
+      expect({ key, slots: new Set(slots).size }).toEqual({ key, slots: 1 });
+      expect(slots[0]).toBe(redisKeySlot(k.lock)); // the harness' oracle agrees with the server
+      const waiting = locks.acquire(key, { waitTimeout: 2_000 });
+      await sleep(30);
+      expect(await lock.release()).toBe(true);
+      const next = await waiting;
+      expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+      expect(await next.release()).toBe(true);
+    }
+    // A key and its escaped spelling are two locks, held at the same time.
+    const held = await Promise.all(keys.map((key) => locks.acquire(key, { onBusy: 'throw' })));
+    expect(await Promise.all(held.map((l) => l.release()))).toEqual(keys.map(() => true));
     expect(locks.getStats().lost).toBe(0);
   });
 });

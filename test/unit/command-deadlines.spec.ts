@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockConnectionError } from '../../lib';
-import { CommandDeadlines } from '../../lib/internal/command-deadlines';
+import { CommandDeadlines, CommandGate } from '../../lib/internal/command-deadlines';
 
 function deferred<T>() {
   let resolve!: (v: T) => void;
@@ -94,5 +94,46 @@ describe('CommandDeadlines', () => {
     const results = await Promise.allSettled(stuck);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1_000);
     expect(results.filter((r) => r.status === 'rejected' && r.reason instanceof LockConnectionError)).toHaveLength(1_000);
+  });
+
+  describe('with a gate (the connection state)', () => {
+    /** A gate driven by hand: `state` decides admission, `ready()` releases the waiting calls. */
+    function handGate(state: { admit: undefined | Error | 'wait' }) {
+      const waiting = new Set<() => void>();
+      const gate: CommandGate = {
+        admit: () => state.admit,
+        whenReady: (send) => (waiting.add(send), () => void waiting.delete(send)),
+        notReachable: (operation, ms) => new LockConnectionError(`no connection within ${ms} ms for ${operation}`, operation),
+        explain: (operation, error) => ((error as Error).message === 'ioredis words' ? new LockConnectionError(`explained ${operation}`, operation) : undefined),
+      };
+      return { gate, waiting, ready: () => [...waiting].forEach((send) => (waiting.delete(send), send())) };
+    }
+
+    it('refuses at once without running the call, holds a call until ready within its deadline, and explains transport errors', async () => {
+      const state: { admit: undefined | Error | 'wait' } = { admit: new LockConnectionError('down', 'acquire') };
+      const { gate, waiting, ready } = handGate(state);
+      const bounds = new CommandDeadlines(100, gate);
+      let runs = 0;
+      const run = async () => ++runs;
+      await expect(bounds.bound('acquire', run)).rejects.toThrow(/^down$/);
+      expect(runs).toBe(0);
+
+      state.admit = 'wait';
+      const held = bounds.bound('acquire', run);
+      await sleep(30);
+      expect(runs).toBe(0);
+      ready();
+      await expect(held).resolves.toBe(1);
+
+      const started = performance.now();
+      await expect(bounds.bound('release', run)).rejects.toThrow(/no connection within 100 ms for release/);
+      expect(performance.now() - started).toBeLessThan(300);
+      expect(waiting.size).toBe(0); // the timed-out call stopped waiting
+      expect(runs).toBe(1);
+
+      state.admit = undefined;
+      await expect(bounds.bound('renew', () => Promise.reject(new Error('ioredis words')))).rejects.toThrow(/explained renew/);
+      await expect(bounds.bound('renew', () => Promise.reject(new Error('other')))).rejects.toThrow(/renew failed: other/);
+    });
   });
 });

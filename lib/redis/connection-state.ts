@@ -1,0 +1,145 @@
+import type { Cluster, ClusterNode, Redis } from 'ioredis';
+import { LockConnectionError } from '../errors/lock-connection.error';
+import type { CommandGate } from '../internal/command-deadlines';
+import type { RedisClient } from './redis-connection';
+
+/**
+ * ioredis' own words for "this command never got an answer because the connection is gone"
+ * (`enableOfflineQueue: false`, `maxRetriesPerRequest: 0`): true but unhelpful, and they name
+ * ioredis options the user never set. Replaced by what happened and what to do (see `explain`).
+ */
+const IOREDIS_CONNECTION_FAILURE = /^(Stream isn't writeable|Cluster isn't ready|Connection is closed\.|Reached the max retries per request limit)/;
+
+/**
+ * What this process knows about its Redis connection, so that every lock call is admitted,
+ * held back or refused by the truth, and its error says so:
+ * - ready: sent at once;
+ * - never connected yet (a call right after `new LockService()`, or outside Nest without
+ *   `onModuleInit()`): the call waits for the first connection within its own commandTimeout, and
+ *   fails naming the address and the system's reason when none comes. It never sits in ioredis'
+ *   offline queue (which could replay it long after its caller was told it failed);
+ * - connected before, down now: refused at once, saying the connection is being re-established;
+ * - closed: refused at once.
+ *
+ * On a connection the module owns it listens to 'ready' and 'error' for as long as the client lives.
+ * A user's client gets no lasting listener (a LockService closed and made again would pile them
+ * up, and an 'error' listener would silence ioredis' "Unhandled error event" print): readiness is
+ * seen at each call, a 'ready' listener is attached only while calls wait, and messages go without
+ * the system's reason.
+ */
+export class ConnectionState implements CommandGate {
+  /** Where the connection goes, as messages name it: `Redis at 127.0.0.1:6379`. */
+  readonly target: string;
+  private everReady: boolean;
+  /** The last connection error since the connection was last ready (owned connections only). */
+  private lastError?: Error;
+  private readonly waitingForReady = new Set<() => void>();
+  private readonly onReady = () => {
+    this.everReady = true;
+    this.lastError = undefined;
+    if (!this.owned) this.client.off('ready', this.onReady);
+    const waiting = [...this.waitingForReady];
+    this.waitingForReady.clear();
+    for (const send of waiting) send();
+  };
+
+  constructor(
+    private readonly client: RedisClient,
+    private readonly owned: boolean,
+  ) {
+    this.target = describeTarget(client);
+    this.everReady = client.status === 'ready';
+    if (owned) {
+      client.on('ready', this.onReady);
+      client.on('error', (error: Error) => (this.lastError = error));
+    }
+  }
+
+  /** True once the connection has been ready at least once. */
+  get connectedBefore(): boolean {
+    return this.everReady;
+  }
+
+  /** ` (connect ECONNREFUSED 127.0.0.1:6379)`, or nothing when no error was seen. */
+  get reason(): string {
+    return this.lastError ? ` (${this.lastError.message})` : '';
+  }
+
+  admit(operation: string): undefined | Error | 'wait' {
+    const { status } = this.client;
+    if (status === 'ready') {
+      this.everReady = true;
+      return undefined;
+    }
+    if (status === 'end') {
+      return new LockConnectionError(
+        `Redis ${operation} not sent: the connection to ${this.target} is closed (the LockService was closed, or the client given to it was disconnected).`,
+        operation,
+      );
+    }
+    if (this.everReady) {
+      return new LockConnectionError(
+        `Redis ${operation} not sent: the connection to ${this.target} was lost${this.reason} and is being re-established. ` +
+          `Lock calls fail with LockConnectionError until it is back; nothing was sent, so retry shortly.`,
+        operation,
+      );
+    }
+    // A client made with lazyConnect connects on its first command; ours waits instead of sending one.
+    if (status === 'wait') (this.client as Redis).connect().catch(() => undefined);
+    return 'wait';
+  }
+
+  whenReady(send: () => void): () => void {
+    if (!this.owned && this.waitingForReady.size === 0) this.client.on('ready', this.onReady);
+    this.waitingForReady.add(send);
+    return () => {
+      this.waitingForReady.delete(send);
+      if (!this.owned && this.waitingForReady.size === 0) this.client.off('ready', this.onReady);
+    };
+  }
+
+  notReachable(operation: string, waitedMs: number): Error {
+    return new LockConnectionError(
+      `${this.target} is not reachable${this.reason}: no connection within ${waitedMs} ms, so ${operation} was not sent. ` +
+        `Check the redis option and that the server is running; lock calls fail with LockConnectionError until it is reachable.`,
+      operation,
+    );
+  }
+
+  explain(operation: string, error: unknown): Error | undefined {
+    if (!(error instanceof Error) || !IOREDIS_CONNECTION_FAILURE.test(error.message)) return undefined;
+    if (!this.everReady) {
+      return new LockConnectionError(
+        `Redis ${operation} failed: ${this.target} is not reachable${this.reason}. Check the redis option and that the server is running.`,
+        operation,
+        { cause: error },
+      );
+    }
+    return new LockConnectionError(
+      `Redis ${operation} got no reply: the connection to ${this.target} was lost${this.reason} and is being re-established. ` +
+        `The lock state is unknown; whatever the call did lapses with its lease. Retry once the connection is back.`,
+      operation,
+      { cause: error },
+    );
+  }
+}
+
+/** `Redis at host:port`, `Redis at /path.sock`, `Redis primary "name" (via Sentinels …)` or `Redis Cluster (nodes …)`. */
+export function describeTarget(client: RedisClient): string {
+  if ((client as Cluster).isCluster) {
+    const nodes = ((client as unknown as { startupNodes?: ClusterNode[] }).startupNodes ?? []).map(nodeText);
+    return `Redis Cluster (${nodes.join(', ')})`;
+  }
+  const o = (client as Redis).options;
+  if (o.sentinels?.length) {
+    return `Redis primary "${o.name}" (via Sentinels ${o.sentinels.map((s) => `${s.host ?? 'localhost'}:${s.port ?? 26379}`).join(', ')})`;
+  }
+  if (o.path) return `Redis at ${o.path}`;
+  return `Redis at ${o.host ?? 'localhost'}:${o.port ?? 6379}`;
+}
+
+function nodeText(node: ClusterNode): string {
+  if (typeof node === 'number') return `localhost:${node}`;
+  if (typeof node === 'string') return node;
+  return `${node.host ?? 'localhost'}:${node.port ?? 6379}`;
+}

@@ -1,0 +1,54 @@
+/**
+ * A lease is counted valid for ttl − drift (2 ms + 1 % of ttl, lib/lease.ts) minus the round trip,
+ * so a ttl of 1 or 2 ms could never be used, and failed as if Redis were unreachable. The smallest
+ * ttl accepted is 10 ms, checked wherever a ttl is given: module options, per call, extend(ttl).
+ */
+import { LockOptionsError, LockService } from '../../lib';
+import { RedisProcess, SharedRedis } from '../harness/redis-process';
+import { ServicePool } from './core-helpers';
+
+const REASON = /at least 10 ms.*valid for ttl − 2 ms − 1 %/;
+
+describe('the smallest ttl', () => {
+  let redis: SharedRedis;
+  const pool = new ServicePool(() => redis.url);
+
+  beforeAll(async () => (redis = await RedisProcess.shared()));
+  afterEach(() => pool.closeAll());
+  afterAll(() => redis.stop());
+
+  it.each([1, 2, 9])('rejects ttl %p in the module options, naming the option and why', (ttl) => {
+    const make = () => void new LockService({ redis: redis.url, ttl }).close(); // closed if it was made
+    expect(make).toThrow(LockOptionsError);
+    expect(make).toThrow(/Invalid option "DistributedLockModule\.ttl"/);
+    expect(make).toThrow(REASON);
+  });
+
+  it.each([1, 2, 9])('rejects ttl %p per call and in extend(), naming the option and why', async (ttl) => {
+    const locks = await pool.make({ watchdog: false });
+    const error = await locks.acquire('min:call', { ttl }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockOptionsError);
+    expect((error as LockOptionsError).option).toBe('options.ttl');
+    expect((error as Error).message).toMatch(REASON);
+
+    const lock = await locks.acquire('min:extend', { ttl: 5_000 });
+    const extendError = await lock.extend(ttl).catch((e: unknown) => e);
+    expect(extendError).toBeInstanceOf(LockOptionsError);
+    expect((extendError as LockOptionsError).option).toBe('extend(ttl)');
+    expect((extendError as Error).message).toMatch(REASON);
+    expect(lock.isHeld()).toBe(true);
+    expect(await lock.release()).toBe(true);
+  });
+
+  it('acquires with the minimum, 10 ms, against real Redis, and extend(10) is accepted', async () => {
+    const locks = await pool.make({ watchdog: false });
+    const lock = await locks.acquire('min:ok', { ttl: 10 });
+    expect(lock.fencingToken).toBeGreaterThan(0);
+    // Its lease is 8 ms here: on a loaded machine it may lapse before the release, which then says so.
+    await lock.release();
+
+    const longer = await locks.acquire('min:extend-to-min', { ttl: 5_000 });
+    await longer.extend(10);
+    await longer.release();
+  });
+});
