@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
-import { LockHttpErrorsInterceptor } from './decorators/lock-http-errors.interceptor';
-import { LockedExplorer } from './decorators/locked.explorer';
+import { LockHttpErrorsInterceptor } from './locked/lock-http-errors.interceptor';
+import { LockedExplorer } from './locked/locked.explorer';
 import { DistributedLockConfigurableModule } from './distributed-lock.module-definition';
 import { LockService } from './lock.service';
 

@@ -1,35 +1,12 @@
-import { setMaxListeners } from 'node:events';
-import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { AcquireContext, acquireOneKey } from './acquire-one-key';
+import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import type { Lock } from './core/lock';
+import { LockEngine } from './core/lock-engine';
+import type { LockStats } from './core/lock-stats';
 import { DISTRIBUTED_LOCK_OPTIONS } from './distributed-lock.module-definition';
-import { DistributedLockError } from './errors/distributed-lock.error';
 import { LockBusyError } from './errors/lock-busy.error';
-import { LockConnectionError } from './errors/lock-connection.error';
-import { LockLostError } from './errors/lock-lost.error';
-import { LockServiceClosedError } from './errors/lock-service-closed.error';
-import { LockTimeoutError } from './errors/lock-timeout.error';
-import type { DistributedLockModuleOptions } from './interfaces/distributed-lock-module-options.interface';
-import type { LockOptions, WithLockOptions } from './interfaces/lock-options.interface';
-import { monotonicNow } from './internal/clock';
-import { normalizeKeys } from './internal/normalize-keys';
-import { newOwnerToken, newServiceId } from './internal/token';
-import type { Lease } from './lease';
-import { Lock } from './lock';
-import { heldInContext, insideLockContext, runInLockContext } from './lock-context';
-import { LockRuntime, LockStats, emptyStats } from './lock-runtime';
-import { ResolvedLockOptions, ResolvedModuleOptions, resolveLockOptions, resolveModuleOptions } from './options/resolve-options';
-import { reportConnectionHealth } from './redis/connection-health';
-import { ConnectionState } from './redis/connection-state';
-import { RedisConnection, closeConnection, createRedisConnection, waitUntilReady } from './redis/redis-connection';
-import { RedisLockStore } from './redis/redis-lock-store';
-import type { LockRedisKeys } from './redis/lock-redis-keys';
-import { ReplicaAcks } from './redis/replica-acks';
-import { WakeChannel } from './redis/wake-channel';
-import { ShutdownDrain } from './shutdown-drain';
-import { Watchdog } from './watchdog';
-
-let nextServiceId = 1;
-const NO_LOCKS: readonly Lock[] = Object.freeze([]);
+import type { DistributedLockModuleOptions } from './options/distributed-lock-module-options.interface';
+import type { LockOptions, WithLockOptions } from './options/lock-options.interface';
+import type { ResolvedLockOptions } from './options/resolve-options';
 
 /**
  * Acquire, wait for and release distributed locks on Redis.
@@ -37,60 +14,21 @@ const NO_LOCKS: readonly Lock[] = Object.freeze([]);
  * Usable without Nest too: `new LockService({ redis: 'redis://…' })`, then `await service.close()`.
  */
 @Injectable()
-export class LockService implements OnModuleInit, OnApplicationShutdown, LockRuntime {
-  /** @internal */ readonly id = nextServiceId++;
-  /** @internal */ readonly store: RedisLockStore;
-  /** @internal */ readonly watchdog: Watchdog;
-  /** @internal */ readonly logger = new Logger('DistributedLock');
-  /** @internal */ readonly stats: LockStats = emptyStats();
-  /** @internal */ readonly settings: ResolvedModuleOptions;
-
-  private readonly connection: RedisConnection;
-  private readonly connectionState: ConnectionState;
-  private readonly wakeChannel: WakeChannel;
-  /** Prefix of every owner token of this service; names its wake channel. */
-  private readonly serviceId = newServiceId();
-  /** Aborts when close() begins: no new lock is taken from then on, and waiters stop waiting. */
-  private readonly shutdown = new AbortController();
-  /** Held locks and acquisitions in flight: what close() waits for before closing the connection. */
-  private readonly drain = new ShutdownDrain();
-  /** The drain is over: not even a nested call that borrows a held key is served any more. */
-  private closed = false;
-  /** What every acquisition needs; the same for all of them. */
-  private readonly acquireContext: AcquireContext;
-  private closing?: Promise<void>;
+export class LockService implements OnModuleInit, OnApplicationShutdown {
+  /** @internal The engine behind this façade (see lib/core/lock-engine.ts). */
+  readonly engine: LockEngine;
 
   constructor(@Inject(DISTRIBUTED_LOCK_OPTIONS) options: DistributedLockModuleOptions) {
-    this.settings = resolveModuleOptions(options);
-    // Every waiter listens for shutdown; hundreds of concurrent waiters are normal, not a leak.
-    setMaxListeners(0, this.shutdown.signal);
-    this.connection = createRedisConnection(options.redis, this.settings.commandTimeout);
-    const { client, owned } = this.connection;
-    this.connectionState = new ConnectionState(client, owned);
-    if (owned) reportConnectionHealth(client, this.connectionState, this.logger, this.shutdown.signal);
-    const { keyPrefix, commandTimeout, waiterLease, replicaAcks, replicaAckTimeout } = this.settings;
-    const acks = replicaAcks > 0 ? new ReplicaAcks(replicaAcks, replicaAckTimeout) : undefined;
-    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease, acks, this.connectionState);
-    this.wakeChannel = new WakeChannel(client, this.store.channelPrefix + this.serviceId, commandTimeout, this.logger);
-    this.watchdog = new Watchdog(this.store, this.logger, this.stats);
-    this.acquireContext = { store: this.store, wakeChannel: this.wakeChannel, waiterLease, shutdown: this.shutdown.signal };
+    this.engine = new LockEngine(options);
   }
 
   /** Waits (bounded) for the connection, so the first lock of the application does not fail on a handshake in progress. */
-  async onModuleInit(): Promise<void> {
-    const waitMs = Math.max(this.settings.commandTimeout, 1_000);
-    const ready = await waitUntilReady(this.connection.client, waitMs);
-    // A failed attempt of a connection we own was already logged as "not reachable", with its reason (connection-health.ts).
-    if (!ready && !this.connectionState.reason) {
-      this.logger.error(
-        `${this.connectionState.target} is not reachable: no connection within ${waitMs} ms of startup. ` +
-          `Lock calls fail with LockConnectionError until it is; check the redis option and that the server is running.`,
-      );
-    }
+  onModuleInit(): Promise<void> {
+    return this.engine.ready();
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    await this.close();
+  onApplicationShutdown(): Promise<void> {
+    return this.close();
   }
 
   /**
@@ -105,13 +43,13 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
   acquire(key: string | readonly string[], options?: LockOptions): Promise<Lock | null> {
     let resolved: ResolvedLockOptions;
     try {
-      resolved = this.resolve(options);
+      resolved = this.engine.resolve(options);
     } catch (error) {
       return Promise.reject(error);
     }
     if (options?.onBusy === undefined && resolved.onBusy === 'fail-fast') resolved = { ...resolved, onBusy: 'throw' };
     // No extra async frame on the common path: every await costs microtask turns on each acquire.
-    const taking = this.take(key, resolved);
+    const taking = this.engine.take(key, resolved);
     if (resolved.onBusy !== 'fail-fast') return taking;
     return taking.catch((error: unknown) => {
       if (error instanceof LockBusyError) return null;
@@ -120,7 +58,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
   }
 
   /** One attempt; `null` when the key is busy. Redis trouble still throws `LockConnectionError`. */
-  async tryAcquire(key: string | readonly string[], options?: Omit<LockOptions, 'onBusy' | 'waitTimeout'>): Promise<Lock | null> {
+  tryAcquire(key: string | readonly string[], options?: Omit<LockOptions, 'onBusy' | 'waitTimeout'>): Promise<Lock | null> {
     return this.acquire(key, { ...options, onBusy: 'fail-fast' });
   }
 
@@ -129,48 +67,18 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
    * With `'fail-fast'` a busy key resolves to `fallback` without running `fn`.
    * Inside `fn`, `currentLock()` returns the lock and nested acquisitions of the same keys are reentrant.
    */
-  async withLock<T, F = undefined>(
-    key: string | readonly string[],
-    fn: (lock: Lock) => T | Promise<T>,
-    options?: WithLockOptions<F>,
-  ): Promise<T | F> {
-    if (typeof fn !== 'function') throw new DistributedLockError('withLock(key, fn): fn must be a function.');
-    const resolved = this.resolve(options);
-    let lock: Lock;
-    try {
-      lock = await this.take(key, resolved);
-    } catch (error) {
-      if (error instanceof LockBusyError && resolved.onBusy === 'fail-fast') {
-        const fallback = options?.fallback;
-        return (typeof fallback === 'function' ? (fallback as () => F)() : fallback) as F;
-      }
-      throw error;
-    }
-    let result: T;
-    try {
-      result = await runInLockContext(this.id, lock, () => fn(lock));
-    } catch (error) {
-      await lock.release().catch((releaseError: Error) => this.logger.warn(`Release after a failed callback failed: ${releaseError.message}`));
-      throw error;
-    }
-    try {
-      await lock.release();
-    } catch (error) {
-      // The work is done; failing it now would invite a retry of completed work. The lease lapses by TTL.
-      this.logger.warn(`Release of "${lock.keys.join('", "')}" failed; its lease will lapse by TTL: ${(error as Error).message}`);
-    }
-    return result;
+  withLock<T, F = undefined>(key: string | readonly string[], fn: (lock: Lock) => T | Promise<T>, options?: WithLockOptions<F>): Promise<T | F> {
+    return this.engine.withLock(key, fn, options);
   }
 
   /** Whether anyone holds `key` right now (a snapshot: it may change the moment it is returned). */
-  async isLocked(key: string): Promise<boolean> {
-    const [k] = normalizeKeys(key);
-    return this.store.isLocked(this.store.keysFor(k));
+  isLocked(key: string): Promise<boolean> {
+    return this.engine.isLocked(key);
   }
 
   /** Counters for dashboards: acquisitions, release validation failures, lost leases, renewals. */
   getStats(): Readonly<LockStats> {
-    return { ...this.stats };
+    return { ...this.engine.stats };
   }
 
   /**
@@ -181,173 +89,6 @@ export class LockService implements OnModuleInit, OnApplicationShutdown, LockRun
    * keys: renewals stop and the leases lapse by TTL (logged by key). Then closes connections the module made.
    */
   close(): Promise<void> {
-    this.closing ??= this.doClose();
-    return this.closing;
-  }
-
-  /** @internal Merges call options over the module defaults (validated before any Redis command). */
-  resolve(options: LockOptions | undefined): ResolvedLockOptions {
-    return resolveLockOptions(this.settings.defaults, options, 'options');
-  }
-
-  private take(key: string | readonly string[], options: ResolvedLockOptions): Promise<Lock> {
-    let keys: string[];
-    try {
-      keys = normalizeKeys(key);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    let toTake: readonly string[] = keys;
-    let outer: readonly Lock[] = NO_LOCKS;
-    if (insideLockContext()) ({ toTake, outer } = this.splitReentrant(keys));
-    // While close() drains, work under a held lock may still call a method locked on the same key:
-    // that borrows the key and takes nothing. Anything that would take a key is refused.
-    if (this.shutdown.signal.aborted && (toTake.length > 0 || this.closed)) {
-      return Promise.reject(new LockServiceClosedError(keys[0], 'the call came after close() began'));
-    }
-    const token = newOwnerToken(this.serviceId, options.ttl);
-    const leases: Lease[] = [];
-    const waitUntil = monotonicNow() + (options.onBusy === 'retry' ? options.waitTimeout : 0);
-    const pending = new Lock(token, keys, leases, outer, options, this);
-    this.drain.acquisitionStarted();
-    if (toTake.length !== 1 || outer.length > 0) return this.takeEach(pending, toTake, leases, waitUntil);
-    // One key, nothing borrowed (the common case): a plain promise chain, no async frame.
-    const keysOfLock = this.store.keysFor(toTake[0]);
-    return acquireOneKey(this.acquireContext, keysOfLock, token, options, waitUntil).then(
-      (lease) => {
-        leases.push(lease);
-        return this.adopt(pending);
-      },
-      (error: unknown) => {
-        this.countFailure(error);
-        if (!this.shutdown.signal.aborted) {
-          this.drain.acquisitionSettled();
-          throw error;
-        }
-        return this.leaveDuringClose(keysOfLock, token, error);
-      },
-    );
-  }
-
-  /** Several keys (or some borrowed): taken one by one in canonical order, all or nothing. */
-  private async takeEach(pending: Lock, toTake: readonly string[], leases: Lease[], waitUntil: number): Promise<Lock> {
-    let trying: LockRedisKeys | undefined;
-    try {
-      for (const k of toTake) {
-        trying = this.store.keysFor(k);
-        leases.push(await acquireOneKey(this.acquireContext, trying, pending.token, pending.options, waitUntil));
-        trying = undefined;
-        // Watched from its first lease, so keys taken early stay renewed while we wait for the rest.
-        this.watchdog.track(pending);
-      }
-      // Keys taken early (and borrowed ones) may have aged while we waited for the rest.
-      if (toTake.length > 0 && !pending.isHeld()) {
-        throw new LockConnectionError(`The first keys of "${pending.keys.join('", "')}" expired while waiting for the rest.`, 'acquire');
-      }
-    } catch (error) {
-      this.countFailure(error);
-      this.watchdog.untrack(pending);
-      if (leases.length > 0) await pending.giveBack().catch(() => undefined);
-      if (trying && this.shutdown.signal.aborted) return this.leaveDuringClose(trying, pending.token, error);
-      this.drain.acquisitionSettled();
-      throw error;
-    }
-    return this.adopt(pending);
-  }
-
-  /** Every lease is taken: the lock is held from now on, unless close() began meanwhile. */
-  private adopt(lock: Lock): Lock | Promise<Lock> {
-    if (this.shutdown.signal.aborted && lock.leases.length > 0) return this.giveBackDuringClose(lock);
-    this.watchdog.track(lock);
-    lock.markAcquired();
-    this.stats.acquired++;
-    this.drain.hold(lock);
-    this.drain.acquisitionSettled();
-    return lock;
-  }
-
-  /**
-   * A grant that arrived after close() began (an acquire on the wire, a handover to a queued waiter)
-   * is given back before close() may close the connection: owner-checked, through the normal release,
-   * so a waiter queued elsewhere gets the key at once. The caller gets LockServiceClosedError.
-   */
-  private giveBackDuringClose(lock: Lock): Promise<never> {
-    return lock
-      .giveBack()
-      .catch(() => false) // unreachable Redis: the lease lapses by TTL; the watchdog never renewed it
-      .then(() => {
-        this.drain.acquisitionSettled();
-        throw new LockServiceClosedError(lock.key, 'it was granted after close() began and has been given back');
-      });
-  }
-
-  /**
-   * An acquisition failed after close() began (typically a waiter woken by it). Its attempts may have
-   * left a place in the queue, or a handover we never heard of: take both back (owner-checked) and
-   * wait for that, so close() closes the connection only after it reached Redis.
-   */
-  private async leaveDuringClose(keys: LockRedisKeys, token: string, error: unknown): Promise<never> {
-    try {
-      await this.store.abandon(keys, token);
-    } catch {
-      // Unreachable Redis: the place in the queue lapses after waiterLease, a handed-over lease by its TTL.
-    } finally {
-      this.drain.acquisitionSettled();
-    }
-    throw error;
-  }
-
-  /** Inside `withLock`/`@Locked`: the keys this call chain already holds are borrowed from its locks, the rest taken. */
-  private splitReentrant(keys: readonly string[]): { toTake: string[]; outer: Lock[] } {
-    const outer = new Set<Lock>();
-    const toTake: string[] = [];
-    for (const k of keys) {
-      const holder = heldInContext(this.id, k);
-      if (holder?.isHeld()) outer.add(holder);
-      else toTake.push(k);
-    }
-    return { toTake, outer: [...outer] };
-  }
-
-  /** @internal */
-  forget(lock: Lock): void {
-    this.drain.forget(lock);
-  }
-
-  private countFailure(error: unknown): void {
-    if (error instanceof LockBusyError) this.stats.busy++;
-    else if (error instanceof LockTimeoutError) this.stats.timeouts++;
-    else if (error instanceof LockConnectionError) this.stats.connectionErrors++;
-  }
-
-  private async doClose(): Promise<void> {
-    const { shutdownTimeout } = this.settings;
-    this.shutdown.abort();
-    for (const lock of this.drain.held) lock.noticeShutdown(new LockLostError(lock.key, 'shutdown', shutdownNotice(shutdownTimeout)));
-    // The watchdog keeps renewing while the work finishes; releases and given-back grants empty the
-    // drain. A release leaves the drain as its command is written: it reaches Redis before our QUIT.
-    const drained = await this.drain.untilIdle(shutdownTimeout);
-    this.closed = true;
-    if (!drained) this.leaveToLapse();
-    this.watchdog.stop();
-    await this.wakeChannel.close();
-    if (this.connection.owned) await closeConnection(this.connection.client, shutdownTimeout);
-  }
-
-  /** Work still running past shutdownTimeout keeps its keys: deleting them would let another holder in beside it. */
-  private leaveToLapse(): void {
-    for (const lock of this.drain.held) {
-      lock.stopRenewing('shutdown');
-      if (lock.leases.length === 0) continue; // a nested handle: its outer lock is reported
-      this.logger.error(
-        `Lock "${lock.keys.join('", "')}" was still held by running work after shutdownTimeout (${this.settings.shutdownTimeout} ms). ` +
-          `It was not released under that work: renewals stopped and its lease lapses by TTL (in about ${Math.max(0, Math.round(lock.deadline - monotonicNow()))} ms). ` +
-          `Stop the work when lock.signal aborts, or raise shutdownTimeout.`,
-      );
-    }
+    return this.engine.close();
   }
 }
-
-const shutdownNotice = (shutdownTimeout: number) =>
-  `the LockService is shutting down; finish or stop the guarded work within shutdownTimeout (${shutdownTimeout} ms). ` +
-  `The lock stays held and renewed until the work releases it; work still running after that keeps the key only until its lease runs out`;

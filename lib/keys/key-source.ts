@@ -6,14 +6,14 @@ import { resolveKeyTemplate } from './resolve-key-template';
 /** What `@Locked` accepts as its first argument. */
 export type LockKeySpec = string | readonly string[] | ((...args: any[]) => string | readonly string[]);
 
-/** A key spec compiled at decoration time; `resolve` runs once per call, before any Redis command. */
+/** @internal A key spec compiled at decoration time; `resolve` runs once per call, before any Redis command. */
 export interface CompiledKeySource {
   /** Keys of one call (one for a single template). `self` is the method's `this`, given to key functions. */
   resolve(self: unknown, args: readonly unknown[]): string[];
 }
 
 /**
- * Compiles a key spec for a method declaring `declaredArgs` parameters. Templates are parsed now, and
+ * @internal Compiles a key spec for a method declaring `declaredArgs` parameters. Templates are parsed now, and
  * a placeholder naming an argument the method does not declare fails now (at class definition,
  * i.e. before the application starts), naming `where` (class and method) and the template.
  */

@@ -1,2 +1,2 @@
-export * from './lock-defaults';
-export * from './resolve-options';
+export * from './lock-options.interface';
+export * from './distributed-lock-module-options.interface';

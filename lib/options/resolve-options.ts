@@ -1,6 +1,6 @@
-import type { DistributedLockModuleOptions } from '../interfaces/distributed-lock-module-options.interface';
-import type { LockOptions, OnBusyPolicy } from '../interfaces/lock-options.interface';
-import type { Lock } from '../lock';
+import type { DistributedLockModuleOptions } from './distributed-lock-module-options.interface';
+import type { LockOptions, OnBusyPolicy } from './lock-options.interface';
+import type { Lock } from '../core/lock';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { resolveKeyPrefix } from './key-prefix';

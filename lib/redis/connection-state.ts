@@ -1,6 +1,6 @@
 import type { Cluster, ClusterNode, Redis } from 'ioredis';
 import { LockConnectionError } from '../errors/lock-connection.error';
-import type { CommandGate } from '../internal/command-deadlines';
+import type { CommandGate } from './command-deadlines';
 import type { RedisClient } from './redis-connection';
 
 /**

@@ -1,5 +1,5 @@
 import Redis, { Cluster, RedisOptions } from 'ioredis';
-import type { RedisConnectionOption } from '../interfaces/distributed-lock-module-options.interface';
+import type { RedisConnectionOption } from '../options/distributed-lock-module-options.interface';
 
 export type RedisClient = Redis | Cluster;
 

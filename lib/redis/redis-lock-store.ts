@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
-import { CommandDeadlines, CommandGate } from '../internal/command-deadlines';
-import { toConnectionError } from '../internal/connection-errors';
+import { CommandDeadlines, CommandGate } from './command-deadlines';
+import { toConnectionError } from './connection-errors';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
 import { lockStateError } from './lock-state';
 import { CommandArg, isNoScript, LuaScript, PipelineResults, ScriptRunner } from './lua-script';

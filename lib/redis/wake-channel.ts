@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { CommandDeadlines } from '../internal/command-deadlines';
+import { CommandDeadlines } from './command-deadlines';
 import { RedisClient, waitUntilReady } from './redis-connection';
 
 /**

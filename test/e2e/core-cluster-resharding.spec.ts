@@ -82,7 +82,7 @@ describe('T7 Redis Cluster resharding', () => {
       const client: Cluster = cluster.client(clientOptions);
       const service = new LockService({ redis: client, ttl: TTL, commandTimeout: COMMAND_TIMEOUT, waitTimeout: WAIT_TIMEOUT });
       // The watchdog and wake channel only log their trouble (a failed renewal, a CROSSSLOT there): keep every line.
-      for (const level of ['log', 'warn', 'error', 'debug'] as const) service.logger[level] = (message: unknown) => void logs.push(`${level}: ${String(message)}`);
+      for (const level of ['log', 'warn', 'error', 'debug'] as const) service.engine.logger[level] = (message: unknown) => void logs.push(`${level}: ${String(message)}`);
       await service.onModuleInit();
       services.push(service);
     }

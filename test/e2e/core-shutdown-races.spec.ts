@@ -47,7 +47,7 @@ describe('T13 close() racing acquisitions and handovers', () => {
    * attempt has been answered by Redis, the caller has not seen it yet), then lets the reply through.
    */
   function beforeNextReply(service: LockService, meanwhile: (reply: AcquireReply, token: string) => Promise<void>): void {
-    const store = service.store;
+    const store = service.engine.store;
     const send = store.acquire.bind(store);
     jest.spyOn(store, 'acquire').mockImplementationOnce((...args) => send(...args).then(async (reply) => (await meanwhile(reply, args[1]), reply)));
   }

@@ -152,7 +152,7 @@ describe('watchdog renewals seen from Redis', () => {
     const locks = await makeService({ ttl });
     const keys = Array.from({ length: 1_200 }, (_, i) => `many:${i}`);
     const held = await Promise.all(keys.map((k) => locks.acquire(k)));
-    const store = locks.store;
+    const store = locks.engine.store;
     const renewMany = store.renewMany.bind(store);
     const batches: string[][] = [];
     let batchesBeforeATurn = -1;

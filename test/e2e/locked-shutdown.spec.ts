@@ -251,7 +251,7 @@ describe('T13 shutdown drains a running non-HTTP @Locked body', () => {
     const service = app.get(LockService);
     const logged: string[] = [];
     for (const level of ['error', 'warn'] as const) {
-      jest.spyOn(service.logger, level).mockImplementation((...args: unknown[]) => void logged.push(String(args[0])));
+      jest.spyOn(service.engine.logger, level).mockImplementation((...args: unknown[]) => void logged.push(String(args[0])));
     }
 
     const running = app.get(Settlement).direct();

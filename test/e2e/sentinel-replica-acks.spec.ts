@@ -11,7 +11,6 @@
  */
 import type Redis from 'ioredis';
 import { DistributedLockModuleOptions, LockConnectionError, LockLostError, LockOptionsError, LockService } from '../../lib';
-import type { RedisLockStore } from '../../lib/redis/redis-lock-store';
 import { commandStats } from '../harness/command-stats';
 import { checkHistory } from '../harness/history';
 import { pingOnce } from '../harness/redis-ping';
@@ -163,7 +162,7 @@ describe('T6 replicaAcks', () => {
     const warmUp = await queueBehind('c:warm', holder, waiter);
     await warmUp.held.release();
     await (await warmUp.waiting).value!.release();
-    const confirmHandover = jest.spyOn((waiter as unknown as { store: RedisLockStore }).store, 'confirmHandover');
+    const confirmHandover = jest.spyOn(waiter.engine.store, 'confirmHandover');
 
     // Healthy replica: the release hands the key over on the holder's connection; the waiter confirms
     // it with a renewal + WAIT of its own before acquire() resolves, so the replica has it by then.

@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockConnectionError } from '../../lib';
-import { CommandDeadlines, CommandGate } from '../../lib/internal/command-deadlines';
+import { CommandDeadlines, CommandGate } from '../../lib/redis/command-deadlines';
 
 function deferred<T>() {
   let resolve!: (v: T) => void;

@@ -16,7 +16,7 @@ const IOREDIS_INTERNALS = /enableOfflineQueue|Stream isn't writeable|maxRetriesP
 function captureLogs(service: LockService): string[] {
   const lines: string[] = [];
   for (const level of ['log', 'warn', 'error', 'debug'] as const) {
-    service.logger[level] = (message: unknown) => void lines.push(`${level}: ${String(message)}`);
+    service.engine.logger[level] = (message: unknown) => void lines.push(`${level}: ${String(message)}`);
   }
   return lines;
 }

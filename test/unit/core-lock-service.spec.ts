@@ -316,7 +316,7 @@ describe('LockService against a real redis-server', () => {
       const holder = await pool.make();
       const waiter = await pool.make({ waiterLease: 900 });
       // The fault: this service hears no handover message at all (as if the subscriber missed it).
-      const channel = (waiter as unknown as { wakeChannel: { register: (token: string, wake: unknown) => () => void } }).wakeChannel;
+      const channel = waiter.engine.wakeChannel;
       const heard = jest.spyOn(channel, 'register').mockImplementation(() => () => undefined);
       const lock = await holder.acquire('busy:8', { ttl: 10_000 });
       const waiting = waiter.acquire('busy:8', { waitTimeout: 5_000 });

@@ -108,7 +108,7 @@ describe('DistributedLockModule', () => {
     const lock = await locks.acquire('module:4');
     lock.signal.addEventListener('abort', () => void lock.release());
     await locks.close();
-    expect((locks.store.client as Redis).status).toBe('end');
+    expect((locks.engine.store.client as Redis).status).toBe('end');
     const probe = redis.client();
     expect(await probe.exists('lock:{module:4}')).toBe(0);
     expect(lock.isHeld()).toBe(false);

@@ -18,7 +18,7 @@ interface WriteCount {
 
 /** Counts what reaches the socket from now on; the returned function stops counting. */
 function countWrites(service: LockService): { counted: WriteCount; stop: () => void } {
-  const socket = (service.store.client as Redis).stream as Socket & {
+  const socket = (service.engine.store.client as Redis).stream as Socket & {
     _write: (...args: unknown[]) => unknown;
     _writev: (chunks: unknown[], cb: unknown) => unknown;
   };

@@ -22,6 +22,7 @@ export class LockHttpErrorsInterceptor implements NestInterceptor {
   }
 }
 
+/** @internal The HTTP exception for a lock error (others pass through). */
 export function toHttpError(error: unknown): unknown {
   if (error instanceof LockBusyError || error instanceof LockTimeoutError) {
     return new ConflictException(

@@ -2,7 +2,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { LockService } from '../lock.service';
-import { LOCKED_METHODS, LOCK_SERVICE_REF } from './locked.internal-constants';
+import { HAS_LOCKED_METHODS, LOCK_SERVICE_REF } from './locked.internal-constants';
 
 /**
  * Attaches this application's `LockService` to every provider and controller instance whose class
@@ -20,7 +20,7 @@ export class LockedExplorer implements OnModuleInit {
   onModuleInit(): void {
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       for (const instance of instancesOf(wrapper)) {
-        if (Reflect.hasMetadata(LOCKED_METHODS, instance)) {
+        if (Reflect.hasMetadata(HAS_LOCKED_METHODS, instance)) {
           Object.defineProperty(instance, LOCK_SERVICE_REF, { value: this.locks, enumerable: false, configurable: true, writable: true });
         }
       }

@@ -1,5 +1,5 @@
 import type { LockLostError } from '../errors/lock-lost.error';
-import type { Lock } from '../lock';
+import type { Lock } from '../core/lock';
 
 /** What to do when the key is held by someone else. */
 export type OnBusyPolicy = 'retry' | 'throw' | 'fail-fast';

@@ -1,5 +1,5 @@
 import { LockKeyError } from '../errors/lock-key.error';
-import { LONE_SURROGATE_ADVICE, loneSurrogateIn, quoted } from '../keys/lone-surrogate';
+import { LONE_SURROGATE_ADVICE, loneSurrogateIn, quoted } from './lone-surrogate';
 import { MAX_KEY_BYTES } from '../options/lock-defaults';
 import { describe } from '../options/validate-options';
 

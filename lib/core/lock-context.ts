@@ -18,9 +18,9 @@ export function currentLock(): Lock | undefined {
 }
 
 /** @internal */
-export function runInLockContext<T>(serviceId: number, lock: Lock, fn: () => T): T {
+export function runInLockContext<T>(engineId: number, lock: Lock, fn: () => T): T {
   const held = new Map(storage.getStore()?.held);
-  for (const key of lock.keys) held.set(contextKey(serviceId, key), lock);
+  for (const key of lock.keys) held.set(contextKey(engineId, key), lock);
   return storage.run({ lock, held }, fn);
 }
 
@@ -30,8 +30,8 @@ export function insideLockContext(): boolean {
 }
 
 /** @internal The lock of this call chain that holds `key`, if any (reentrancy). */
-export function heldInContext(serviceId: number, key: string): Lock | undefined {
-  return storage.getStore()?.held.get(contextKey(serviceId, key));
+export function heldInContext(engineId: number, key: string): Lock | undefined {
+  return storage.getStore()?.held.get(contextKey(engineId, key));
 }
 
-const contextKey = (serviceId: number, key: string) => `${serviceId}\0${key}`;
+const contextKey = (engineId: number, key: string) => `${engineId}\0${key}`;

@@ -1,4 +1,4 @@
-import type { LockRedisKeys } from './redis/lock-redis-keys';
+import type { LockRedisKeys } from '../redis/lock-redis-keys';
 
 /**
  * One key's lease as this process knows it. `deadline` is on the monotonic clock and counts from

@@ -5,8 +5,8 @@
  */
 export const LOCK_SERVICE_REF = Symbol('distributed-lock:service');
 
-/** Prototype metadata: names of the `@Locked` methods of a class (the explorer marks its instances). */
-export const LOCKED_METHODS = 'distributed-lock:locked-methods';
+/** Prototype metadata: the class has `@Locked` methods (the explorer attaches the LockService to its instances). */
+export const HAS_LOCKED_METHODS = 'distributed-lock:has-locked-methods';
 
 /** Every wrapper `@Locked` made, so a second `@Locked` on the same method is refused. */
 export const LOCKED_WRAPPERS = new WeakSet<Function>();

@@ -1,10 +1,10 @@
-import { LockLostError, LockLostReason } from './errors/lock-lost.error';
-import { monotonicNow } from './internal/clock';
-import { nextTurn } from './internal/sleep';
+import { LockLostError, LockLostReason } from '../errors/lock-lost.error';
+import { monotonicNow } from './clock';
+import { nextTurn } from './sleep';
 import { Lease, renewLease } from './lease';
 import type { LockRuntime } from './lock-runtime';
-import type { ResolvedLockOptions } from './options/resolve-options';
-import { assertTtl } from './options/validate-options';
+import type { ResolvedLockOptions } from '../options/resolve-options';
+import { assertTtl } from '../options/validate-options';
 
 type LockState = 'held' | 'lost' | 'released';
 
@@ -44,8 +44,8 @@ export class Lock implements AsyncDisposable {
   /** Why the lock ended (lost or released); unlike a shutdown notice, it is no longer held. */
   private endReason?: unknown;
 
-  /** @internal Created by LockService only. */
-  constructor(
+  /** Handles are made by the engine only (`Lock.create`). */
+  private constructor(
     /** Owner token (128 random bits) stored in Redis; proves ownership to the owner-checked scripts. */
     readonly token: string,
     keys: readonly string[],
@@ -59,6 +59,11 @@ export class Lock implements AsyncDisposable {
   ) {
     this.keys = keys;
     this.key = keys[0];
+  }
+
+  /** @internal A handle for `keys` under `token`; its leases are added as the engine takes them. */
+  static create(token: string, keys: readonly string[], leases: readonly Lease[], outer: readonly Lock[], options: ResolvedLockOptions, runtime: LockRuntime): Lock {
+    return new Lock(token, keys, leases, outer, options, runtime);
   }
 
   /** Fencing token of `key`: strictly greater than every token handed out for that key before. */

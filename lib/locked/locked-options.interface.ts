@@ -1,4 +1,4 @@
-import type { LockOptions } from '../interfaces/lock-options.interface';
+import type { LockOptions } from '../options/lock-options.interface';
 
 /**
  * Options of `@Locked`. Every field left out inherits the module's default (`DistributedLockModule.forRoot`).

@@ -1,10 +1,10 @@
 import type { Logger } from '@nestjs/common';
-import { monotonicNow } from './internal/clock';
-import { nextTurn } from './internal/sleep';
+import { monotonicNow } from './clock';
+import { nextTurn } from './sleep';
 import { Lease, driftFor, renewIntervalFor, renewLease } from './lease';
 import type { Lock } from './lock';
-import type { LockStats } from './lock-runtime';
-import type { RedisLockStore, RenewRequest } from './redis/redis-lock-store';
+import type { LockStats } from './lock-stats';
+import type { RedisLockStore, RenewRequest } from '../redis/redis-lock-store';
 
 /**
  * Most renewals one pipeline carries. Building, sending and parsing a renewal costs about 10 µs of
@@ -41,10 +41,6 @@ export class Watchdog {
     private readonly logger: Logger,
     private readonly stats: LockStats,
   ) {}
-
-  get size(): number {
-    return this.locks.size;
-  }
 
   /**
    * Watches `lock` (again, after it gained a lease or was extended). O(1) in the number of held

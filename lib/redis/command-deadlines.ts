@@ -1,4 +1,4 @@
-import { monotonicNow } from './clock';
+import { monotonicNow } from '../core/clock';
 import { timeoutError, toConnectionError } from './connection-errors';
 
 /**

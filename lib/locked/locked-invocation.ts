@@ -1,6 +1,6 @@
 import { Observable, isObservable } from 'rxjs';
 import { DistributedLockError } from '../errors/distributed-lock.error';
-import type { LockOptions } from '../interfaces/lock-options.interface';
+import type { LockOptions } from '../options/lock-options.interface';
 import type { CompiledKeySource } from '../keys/key-source';
 import { lockServiceOf } from './lock-service-of';
 

@@ -1,13 +1,13 @@
 import 'reflect-metadata';
 import { Observable } from 'rxjs';
 import { DistributedLockError } from '../errors/distributed-lock.error';
-import type { LockOptions } from '../interfaces/lock-options.interface';
+import type { LockOptions } from '../options/lock-options.interface';
 import { CompiledKeySource, LockKeySpec, compileKeySource } from '../keys/key-source';
 import { LOCK_DEFAULTS, MAX_TIMER_MS } from '../options/lock-defaults';
 import { ResolvedLockOptions, resolveLockOptions } from '../options/resolve-options';
 import { LockedMethod, invokeForObservable, invokeForPromise } from './locked-invocation';
 import { LOCKED_METADATA, LockedMetadata } from './locked.constants';
-import { LOCKED_METHODS, LOCKED_WRAPPERS } from './locked.internal-constants';
+import { HAS_LOCKED_METHODS, LOCKED_WRAPPERS } from './locked.internal-constants';
 import type { LockedOptions } from './locked-options.interface';
 
 /**
@@ -59,8 +59,7 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}): MethodDe
     for (const key of Reflect.getOwnMetadataKeys(original)) Reflect.defineMetadata(key, Reflect.getOwnMetadata(key, original), wrapper);
     const metadata: LockedMetadata = { keys, options };
     Reflect.defineMetadata(LOCKED_METADATA, metadata, wrapper);
-    const names: (string | symbol)[] = Reflect.getOwnMetadata(LOCKED_METHODS, target) ?? [];
-    Reflect.defineMetadata(LOCKED_METHODS, [...names, propertyKey], target);
+    Reflect.defineMetadata(HAS_LOCKED_METHODS, true, target);
     LOCKED_WRAPPERS.add(wrapper);
     descriptor.value = wrapper;
     return descriptor;

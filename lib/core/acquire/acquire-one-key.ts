@@ -1,16 +1,16 @@
-import { LockStateError } from './errors/lock-state.error';
-import { LockBusyError } from './errors/lock-busy.error';
-import { LockConnectionError } from './errors/lock-connection.error';
-import { LockServiceClosedError } from './errors/lock-service-closed.error';
-import { LockTimeoutError } from './errors/lock-timeout.error';
-import { monotonicNow } from './internal/clock';
-import { interruptibleDelay } from './internal/sleep';
-import { Lease, newLease } from './lease';
-import type { ResolvedLockOptions } from './options/resolve-options';
-import type { LockRedisKeys } from './redis/lock-redis-keys';
-import { isFencingToken } from './redis/lock-state';
-import type { AcquireReply, RedisLockStore } from './redis/redis-lock-store';
-import type { Handover, WakeChannel } from './redis/wake-channel';
+import { LockStateError } from '../../errors/lock-state.error';
+import { LockBusyError } from '../../errors/lock-busy.error';
+import { LockConnectionError } from '../../errors/lock-connection.error';
+import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
+import { LockTimeoutError } from '../../errors/lock-timeout.error';
+import { monotonicNow } from '../clock';
+import { interruptibleDelay } from '../sleep';
+import { Lease, newLease } from '../lease';
+import type { ResolvedLockOptions } from '../../options/resolve-options';
+import type { LockRedisKeys } from '../../redis/lock-redis-keys';
+import { isFencingToken } from '../../redis/lock-state';
+import type { AcquireReply, RedisLockStore } from '../../redis/redis-lock-store';
+import type { Handover, WakeChannel } from '../../redis/wake-channel';
 
 export interface AcquireContext {
   store: RedisLockStore;

@@ -1,0 +1,15 @@
+import type { Logger } from '@nestjs/common';
+import type { RedisLockStore } from '../redis/redis-lock-store';
+import type { Watchdog } from './watchdog';
+import type { Lock } from './lock';
+import type { LockStats } from './lock-stats';
+
+/** What a Lock handle needs from the service that made it (internal; not exported to users). */
+export interface LockRuntime {
+  readonly store: RedisLockStore;
+  readonly watchdog: Watchdog;
+  readonly logger: Logger;
+  readonly stats: LockStats;
+  /** The lock ended (released or lost): the service stops counting it as held. */
+  forget(lock: Lock): void;
+}

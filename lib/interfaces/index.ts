@@ -1,2 +1,0 @@
-export * from './lock-options.interface';
-export * from './distributed-lock-module-options.interface';
