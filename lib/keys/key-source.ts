@@ -1,9 +1,10 @@
 import { LockKeyError } from '../errors/lock-key.error';
-import { typeName } from './key-value';
+import { describeValue } from '../errors/describe-value';
 import { KeyTemplate, parseKeyTemplate } from './key-template';
 import { resolveKeyTemplate } from './resolve-key-template';
 
 /** What `@Locked` accepts as its first argument. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a key function's parameters are the method's, typed by the user: unknown[] would refuse them
 export type LockKeySpec = string | readonly string[] | ((...args: any[]) => string | readonly string[]);
 
 /** @internal A key spec compiled at decoration time; `resolve` runs once per call, before any Redis command. */
@@ -21,7 +22,7 @@ export function compileKeySource(spec: LockKeySpec, declaredArgs: number, where:
   if (typeof spec === 'function') return functionSource(spec, where);
   const list = typeof spec === 'string' ? [spec] : spec;
   if (!Array.isArray(list)) {
-    throw new LockKeyError(`${where}: expected a key template, an array of templates or a function, got ${typeName(spec)}.`);
+    throw new LockKeyError(`${where}: expected a key template, an array of templates or a function, got ${describeValue(spec)}.`);
   }
   if (list.length === 0) throw new LockKeyError(`${where}: the array of key templates is empty.`);
   const templates = list.map((t) => parseKeyTemplate(t, where));
@@ -41,15 +42,15 @@ function assertDeclared(template: KeyTemplate, declaredArgs: number, where: stri
 }
 
 /** A key function is called with the method's `this` and arguments; its result is checked like a template's. */
-function functionSource(fn: (...args: any[]) => unknown, where: string): CompiledKeySource {
+function functionSource(fn: (...args: never[]) => unknown, where: string): CompiledKeySource {
   return {
     resolve(self, args) {
-      const result = fn.apply(self, args as unknown[]);
+      const result: unknown = Reflect.apply(fn, self, args);
       const list = Array.isArray(result) ? result : [result];
       if (list.length === 0) throw new LockKeyError(`${where}: the key function returned an empty array. The method was not run.`);
       for (const key of list) {
         if (typeof key !== 'string' || key.length === 0) {
-          throw new LockKeyError(`${where}: the key function returned ${typeName(key)}; expected a non-empty string (or an array of them). The method was not run.`);
+          throw new LockKeyError(`${where}: the key function returned ${describeValue(key)}; expected a non-empty string (or an array of them). The method was not run.`);
         }
       }
       return list as string[];

@@ -1,3 +1,4 @@
+import { describeValue } from '../errors/describe-value';
 import { LockKeyError } from '../errors/lock-key.error';
 import type { KeyPlaceholder } from './key-template';
 import { LONE_SURROGATE_ADVICE, loneSurrogateIn } from './lone-surrogate';
@@ -34,7 +35,7 @@ export function keyValueText(value: unknown, placeholder: KeyPlaceholder, where:
       return String(value);
   }
   throw new LockKeyError(
-    `${where}: placeholder ${placeholder.source} resolved to ${typeName(value)}; a lock key part must be a non-empty string, ` +
+    `${where}: placeholder ${placeholder.source} resolved to ${describeValue(value)}; a lock key part must be a non-empty string, ` +
       `a finite number, a bigint or a boolean. The method was not run.`,
   );
 }
@@ -49,13 +50,3 @@ export function escapeKeyValue(text: string): string {
   return text.replace(/[%:]/g, (ch) => (ch === '%' ? '%25' : '%3A'));
 }
 
-/** The value's type as an error message should name it. */
-export function typeName(value: unknown): string {
-  if (value === null) return 'null';
-  if (value === undefined) return 'undefined';
-  if (typeof value === 'string') return value.length === 0 ? 'an empty string' : 'a string';
-  if (typeof value === 'number') return Number.isNaN(value) ? 'NaN' : `the number ${value}`;
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'null prototype'})`;
-  return `a ${typeof value}`;
-}

@@ -21,10 +21,3 @@ export const LONE_SURROGATE_ADVICE =
   'Redis stores keys as UTF-8, where every lone surrogate becomes U+FFFD, so this key would share a lock with every key ' +
   'that differs from it only there. Use well-formed text: fix the decoding or slicing that produced it, or lock on an id.';
 
-/** The text as an error message shows it: quoted, with lone surrogates and control characters escaped, long text cut. */
-export function quoted(text: string): string {
-  if (text.length <= 60) return JSON.stringify(text);
-  // Cut between the halves of a pair would show a lone surrogate the text does not have.
-  const end = /[\ud800-\udbff]/.test(text[59]) ? 59 : 60;
-  return JSON.stringify(`${text.slice(0, end)}…`);
-}

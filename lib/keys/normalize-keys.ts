@@ -1,7 +1,8 @@
 import { LockKeyError } from '../errors/lock-key.error';
-import { LONE_SURROGATE_ADVICE, loneSurrogateIn, quoted } from './lone-surrogate';
+import { describeValue, quoted } from '../errors/describe-value';
+import { LONE_SURROGATE_ADVICE, loneSurrogateIn } from './lone-surrogate';
 import { MAX_KEY_BYTES } from '../options/lock-defaults';
-import { describe } from '../options/validate-options';
+
 
 /**
  * Validates keys before any Redis command and puts them in the one canonical order (sorted,
@@ -22,7 +23,7 @@ export function normalizeKeys(input: unknown): string[] {
 
 function assertKey(key: unknown): void {
   if (typeof key !== 'string') {
-    throw new LockKeyError(`Lock key: expected a non-empty string, got ${describe(key)}. Build the key from a string or number id.`);
+    throw new LockKeyError(`Lock key: expected a non-empty string, got ${describeValue(key)}. Build the key from a string or number id.`);
   }
   if (key.length === 0) throw new LockKeyError('Lock key: expected a non-empty string, got "". An empty key would make unrelated callers share one lock.');
   const surrogate = loneSurrogateIn(key);
@@ -31,6 +32,6 @@ function assertKey(key: unknown): void {
   if (key.length * 3 <= MAX_KEY_BYTES) return;
   const bytes = Buffer.byteLength(key, 'utf8');
   if (bytes > MAX_KEY_BYTES) {
-    throw new LockKeyError(`Lock key "${key.slice(0, 40)}…" is ${bytes} bytes long; the limit is ${MAX_KEY_BYTES}. Lock on an id rather than on a payload.`);
+    throw new LockKeyError(`Lock key ${quoted(key)} is ${bytes} bytes long; the limit is ${MAX_KEY_BYTES}. Lock on an id rather than on a payload.`);
   }
 }

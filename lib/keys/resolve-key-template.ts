@@ -1,6 +1,7 @@
 import { LockKeyError } from '../errors/lock-key.error';
 import { MAX_KEY_BYTES } from '../options/lock-defaults';
-import { escapeKeyValue, keyValueText, typeName } from './key-value';
+import { describeValue, quoted } from '../errors/describe-value';
+import { escapeKeyValue, keyValueText } from './key-value';
 import type { KeyPlaceholder, KeyTemplate } from './key-template';
 
 /**
@@ -17,7 +18,7 @@ export function resolveKeyTemplate(template: KeyTemplate, args: readonly unknown
   const bytes = Buffer.byteLength(key, 'utf8');
   if (bytes > MAX_KEY_BYTES) {
     throw new LockKeyError(
-      `${where}: key template "${template.source}" resolved to a key of ${bytes} bytes ("${key.slice(0, 40)}…"); ` +
+      `${where}: key template "${template.source}" resolved to a key of ${bytes} bytes (${quoted(key)}); ` +
         `the limit is ${MAX_KEY_BYTES}. Lock on an id rather than on a payload. The method was not run.`,
     );
   }
@@ -30,7 +31,7 @@ function valueAt(placeholder: KeyPlaceholder, args: readonly unknown[], where: s
   for (const name of placeholder.path) {
     if (value === null || value === undefined) {
       throw new LockKeyError(
-        `${where}: placeholder ${placeholder.source} cannot be resolved: ${walked}> is ${typeName(value)}, ` +
+        `${where}: placeholder ${placeholder.source} cannot be resolved: ${walked}> is ${describeValue(value)}, ` +
           `which has no property "${name}". The method was not run.`,
       );
     }

@@ -45,7 +45,7 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}): MethodDe
     }
     rejectGenerators(original, where);
     const lockOptions = checkOptions(options, where);
-    const paramTypes: unknown[] | undefined = Reflect.getMetadata('design:paramtypes', target, propertyKey);
+    const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
     const keySource: CompiledKeySource = compileKeySource(keys, Math.max(paramTypes?.length ?? 0, original.length), where);
     const returnsObservable = isObservableType(Reflect.getMetadata('design:returntype', target, propertyKey));
 
@@ -66,8 +66,8 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}): MethodDe
   };
 }
 
-function rejectGenerators(fn: Function, where: string): void {
-  const kind = (fn as unknown as Record<symbol, unknown>)[Symbol.toStringTag];
+function rejectGenerators(fn: object, where: string): void {
+  const kind = (fn as Record<symbol, unknown>)[Symbol.toStringTag];
   if (kind === 'AsyncGeneratorFunction' || kind === 'GeneratorFunction') {
     throw new DistributedLockError(
       `${where}: generator methods cannot be @Locked: the lock would stay held while the consumer pauses between items, and forever if it ` +

@@ -30,6 +30,6 @@ export class LockedExplorer implements OnModuleInit {
 
 function instancesOf(wrapper: InstanceWrapper): object[] {
   const candidates: unknown[] = [wrapper.instance];
-  if (wrapper.isTransient) candidates.push(...wrapper.getStaticTransientInstances().map((i) => i?.instance));
+  if (wrapper.isTransient) candidates.push(...wrapper.getStaticTransientInstances().map((i): unknown => i?.instance));
   return candidates.filter((i): i is object => i !== null && typeof i === 'object');
 }

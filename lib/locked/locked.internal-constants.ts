@@ -9,4 +9,4 @@ export const LOCK_SERVICE_REF = Symbol('distributed-lock:service');
 export const HAS_LOCKED_METHODS = 'distributed-lock:has-locked-methods';
 
 /** Every wrapper `@Locked` made, so a second `@Locked` on the same method is refused. */
-export const LOCKED_WRAPPERS = new WeakSet<Function>();
+export const LOCKED_WRAPPERS = new WeakSet<object>();

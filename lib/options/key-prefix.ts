@@ -1,7 +1,7 @@
+import { describeValue } from '../errors/describe-value';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { loneSurrogateIn } from '../keys/lone-surrogate';
-import { describe } from './validate-options';
 
 /**
  * `keyPrefix` starts every Redis name the module writes, so it must leave the choice of the Cluster
@@ -13,7 +13,7 @@ import { describe } from './validate-options';
  * lone surrogate (see lib/keys/lone-surrogate.ts).
  */
 export function resolveKeyPrefix(value: unknown): string {
-  if (typeof value !== 'string') throw new LockOptionsError('keyPrefix', `expected a string, got ${describe(value)}.`);
+  if (typeof value !== 'string') throw new LockOptionsError('keyPrefix', `expected a string, got ${describeValue(value)}.`);
   const brace = /[{}]/.exec(value);
   if (brace) {
     throw new LockKeyError(

@@ -1,3 +1,4 @@
+import { describeValue } from '../errors/describe-value';
 import type { DistributedLockModuleOptions } from './distributed-lock-module-options.interface';
 import type { LockOptions, OnBusyPolicy } from './lock-options.interface';
 import type { Lock } from '../core/lock';
@@ -5,7 +6,7 @@ import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { resolveKeyPrefix } from './key-prefix';
 import { LOCK_DEFAULTS } from './lock-defaults';
-import { assertBoolean, assertCount, assertFunctionOrUndefined, assertIntegerMs, assertOneOf, assertTtl, describe } from './validate-options';
+import { assertBoolean, assertCount, assertFunctionOrUndefined, assertIntegerMs, assertOneOf, assertTtl } from './validate-options';
 
 const POLICIES: readonly OnBusyPolicy[] = ['retry', 'throw', 'fail-fast'];
 /** More replicas than any real deployment runs: a larger value is a typo. */
@@ -38,7 +39,7 @@ export interface ResolvedModuleOptions {
 /** Merges `overrides` over `base` and validates the result; the only place defaults are applied. */
 export function resolveLockOptions(base: ResolvedLockOptions, overrides: LockOptions | undefined, where: string): ResolvedLockOptions {
   if (overrides !== undefined && (typeof overrides !== 'object' || overrides === null)) {
-    throw new LockOptionsError(where, `expected an options object, got ${describe(overrides)}.`);
+    throw new LockOptionsError(where, `expected an options object, got ${describeValue(overrides)}.`);
   }
   // The common call passes no options: the (already validated, never mutated) base serves as is.
   if (overrides === undefined) return base;
@@ -75,7 +76,7 @@ const BUILT_IN: ResolvedLockOptions = {
 
 export function resolveModuleOptions(options: DistributedLockModuleOptions): ResolvedModuleOptions {
   if (typeof options !== 'object' || options === null) {
-    throw new LockOptionsError('DistributedLockModule options', `expected an object, got ${describe(options)}.`);
+    throw new LockOptionsError('DistributedLockModule options', `expected an object, got ${describeValue(options)}.`);
   }
   if (options.redis === undefined || options.redis === null || options.redis === '') {
     throw new LockOptionsError('redis', "missing: pass a URL ('redis://127.0.0.1:6379'), ioredis options, or a Redis/Cluster instance.");

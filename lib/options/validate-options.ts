@@ -1,3 +1,4 @@
+import { describeValue } from '../errors/describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { MAX_TIMER_MS, MIN_TTL_MS } from './lock-defaults';
 
@@ -6,7 +7,7 @@ export function assertIntegerMs(option: string, value: unknown, min: number): nu
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_TIMER_MS) {
     throw new LockOptionsError(
       option,
-      `expected an integer number of milliseconds from ${min} to ${MAX_TIMER_MS}, got ${describe(value)}.`,
+      `expected an integer number of milliseconds from ${min} to ${MAX_TIMER_MS}, got ${describeValue(value)}.`,
     );
   }
   return value;
@@ -27,34 +28,27 @@ export function assertTtl(option: string, value: unknown): number {
 
 export function assertCount(option: string, value: unknown, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new LockOptionsError(option, `expected an integer from ${min} to ${max}, got ${describe(value)}.`);
+    throw new LockOptionsError(option, `expected an integer from ${min} to ${max}, got ${describeValue(value)}.`);
   }
   return value;
 }
 
 export function assertOneOf<T extends string>(option: string, value: unknown, allowed: readonly T[]): T {
   if (!allowed.includes(value as T)) {
-    throw new LockOptionsError(option, `expected one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${describe(value)}.`);
+    throw new LockOptionsError(option, `expected one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${describeValue(value)}.`);
   }
   return value as T;
 }
 
 export function assertBoolean(option: string, value: unknown): boolean {
-  if (typeof value !== 'boolean') throw new LockOptionsError(option, `expected true or false, got ${describe(value)}.`);
+  if (typeof value !== 'boolean') throw new LockOptionsError(option, `expected true or false, got ${describeValue(value)}.`);
   return value;
 }
 
 export function assertFunctionOrUndefined<T>(option: string, value: unknown): T | undefined {
   if (value !== undefined && typeof value !== 'function') {
-    throw new LockOptionsError(option, `expected a function, got ${describe(value)}.`);
+    throw new LockOptionsError(option, `expected a function, got ${describeValue(value)}.`);
   }
   return value as T | undefined;
 }
 
-export function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
-  if (typeof value === 'number') return Number.isNaN(value) ? 'NaN' : String(value);
-  if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : typeof value;
-}

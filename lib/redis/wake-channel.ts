@@ -72,7 +72,7 @@ export class WakeChannel {
     return this.confirmed;
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.closed = true;
     this.confirmed = false;
     this.signalClosed();
@@ -80,6 +80,7 @@ export class WakeChannel {
     const connection = this.connection;
     this.connection = undefined;
     connection?.disconnect();
+    return Promise.resolve();
   }
 
   private subscribe(): Promise<void> {

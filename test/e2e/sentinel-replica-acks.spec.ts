@@ -42,7 +42,7 @@ describe('T6 replicaAcks', () => {
   it('validates the option: integer 0 … 100, below commandTimeout, not with a Cluster client', () => {
     const build = (o: Partial<DistributedLockModuleOptions>) => () => new LockService({ redis: { lazyConnect: true }, ...o });
     expect(build({ replicaAcks: -1 })).toThrow(LockOptionsError);
-    expect(build({ replicaAcks: 1.5 })).toThrow(/Invalid option "replicaAcks": expected an integer from 0 to 100, got 1.5/);
+    expect(build({ replicaAcks: 1.5 })).toThrow(/Invalid option "replicaAcks": expected an integer from 0 to 100, got the number 1.5/);
     expect(build({ replicaAcks: '1' as unknown as number })).toThrow(/"replicaAcks"/);
     expect(build({ replicaAcks: 1, commandTimeout: 300, replicaAckTimeout: 300 })).toThrow(/"replicaAckTimeout": must be below commandTimeout \(300 ms\)/);
     const cluster = { isCluster: true, defineCommand: () => undefined, duplicate: () => undefined } as unknown as DistributedLockModuleOptions['redis'];

@@ -26,13 +26,13 @@ function integer(env: Record<string, unknown>, name: string, fallback: number, m
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}; got "${String(raw)}".`);
+  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}; got ${JSON.stringify(raw)}.`);
   return value;
 }
 
 /** ConfigModule's `validate`: turns process.env into an AppConfig or refuses to start. */
 export function validateConfig(env: Record<string, unknown>): AppConfig {
-  const str = (name: string, fallback: string) => (typeof env[name] === 'string' && env[name] !== '' ? (env[name] as string) : fallback);
+  const str = (name: string, fallback: string) => (typeof env[name] === 'string' && env[name] !== '' ? env[name] : fallback);
   return {
     REDIS_URL: str('REDIS_URL', 'redis://127.0.0.1:6379'),
     LOCK_TTL: integer(env, 'LOCK_TTL', 10_000, 100),

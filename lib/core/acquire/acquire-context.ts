@@ -1,0 +1,21 @@
+import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
+import type { LockRedisKeys } from '../../redis/lock-redis-keys';
+import type { RedisLockStore } from '../../redis/redis-lock-store';
+import type { WakeChannel } from '../../redis/wake-channel';
+
+export interface AcquireContext {
+  store: RedisLockStore;
+  wakeChannel: WakeChannel;
+  waiterLease: number;
+  /** Aborts when the service shuts down: every waiter stops at once. */
+  shutdown: AbortSignal;
+}
+
+
+/** Fire-and-forget, owner-checked clean-up; failures only mean the queue entry or lease lapse by themselves. */
+export function abandonQuietly(ctx: AcquireContext, keys: LockRedisKeys, token: string): void {
+  ctx.store.abandon(keys, token).catch(() => undefined);
+}
+
+/** The error of a wait (or attempt) that close() ended. */
+export const shuttingDown = (keys: LockRedisKeys) => new LockServiceClosedError(keys.key, 'the wait was ended by close()');

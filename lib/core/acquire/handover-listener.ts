@@ -1,0 +1,20 @@
+import type { Handover, WakeChannel } from '../../redis/wake-channel';
+
+/** Hears the handover of one key (`lockName`) to `token` (a message on the service's wake channel), from construction to `stop()`. */
+export class HandoverListener {
+  handover?: Handover;
+  /** Ends the current pause early. */
+  wake?: () => void;
+  private readonly unregister: () => void;
+
+  constructor(channel: WakeChannel, token: string, lockName: string) {
+    this.unregister = channel.register(token, lockName, (handover) => {
+      this.handover = handover;
+      this.wake?.();
+    });
+  }
+
+  stop(): void {
+    this.unregister();
+  }
+}

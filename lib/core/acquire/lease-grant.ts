@@ -1,0 +1,78 @@
+import { LockConnectionError } from '../../errors/lock-connection.error';
+import { LockStateError } from '../../errors/lock-state.error';
+import type { LockRedisKeys } from '../../redis/lock-redis-keys';
+import { isFencingToken } from '../../redis/lock-state';
+import type { AcquireReply } from '../../redis/redis-lock-store';
+import type { Handover } from '../../redis/wake-channel';
+import { monotonicNow } from '../clock';
+import { Lease, newLease } from '../lease';
+import { AcquireContext, abandonQuietly } from './acquire-context';
+
+/**
+ * With `replicaAcks`: a lock handed over by a release counts only once replicas confirmed it (see
+ * RedisLockStore.confirmHandover); the confirming renewal restarts the lease at `ttl`.
+ */
+export async function confirmedHandover(ctx: AcquireContext, keys: LockRedisKeys, token: string, fence: number, ttl: number): Promise<Lease> {
+  const sentAt = monotonicNow();
+  let ours: boolean;
+  try {
+    ours = await ctx.store.confirmHandover(keys, token, ttl);
+  } catch (error) {
+    abandonQuietly(ctx, keys, token);
+    throw error;
+  }
+  if (!ours) {
+    throw new LockConnectionError(`Lock "${keys.key}" was handed to us, but had expired before replicas could confirm it; try again.`, 'acquire');
+  }
+  return validLease(ctx, keys, token, newLease(keys, fence, ttl, sentAt), sentAt);
+}
+
+/** The lease an attempt that took the lock was granted; gives the lock back and throws when it cannot be used. */
+export function grantedLease(
+  ctx: AcquireContext,
+  keys: LockRedisKeys,
+  token: string,
+  ttl: number,
+  reply: Extract<AcquireReply, { acquired: true }>,
+  sentAt: number,
+): Lease {
+  assertFence(ctx, keys, token, reply.fence);
+  return validLease(ctx, keys, token, newLease(keys, reply.fence, ttl, sentAt, reply.validFor), sentAt);
+}
+
+/**
+ * Every token the client receives (acquire reply, handover message, a retry's read of the last one)
+ * must be a positive exact integer; anything else means the key's state is corrupt, and a lock with
+ * a token that may not increase is given back rather than used.
+ */
+export function assertFence(ctx: AcquireContext, keys: LockRedisKeys, token: string, fence: number): void {
+  if (isFencingToken(fence)) return;
+  abandonQuietly(ctx, keys, token);
+  throw new LockStateError(
+    keys.key,
+    keys.fence,
+    `Lock "${keys.key}" was granted with fencing token ${String(fence)}, which is not a positive integer below 2^53: Redis key "${keys.fence}" ` +
+      `is missing or damaged (an eviction policy other than noeviction, or another writer). The lock was given back, owner-checked.`,
+  );
+}
+
+/**
+ * The lease a handover gave us, counted from our last busy attempt's send time (a moment before the
+ * grant). Redis set `validFor` ms at the grant, which came `waiterLease - placeLeft` ms (server
+ * clock) after the refresh that set our place; our last busy attempt was sent no later than that
+ * refresh ran, so adding that gap counts the lease from the handover, never past Redis' expiry.
+ */
+export function handedOverFor(ctx: AcquireContext, handover: Handover): number {
+  return handover.validFor + Math.max(0, ctx.waiterLease - handover.placeLeft);
+}
+
+
+/** A lease whose validity already ran out (Redis answered too late) counts as failed and is given back. */
+export function validLease(ctx: AcquireContext, keys: LockRedisKeys, token: string, lease: Lease, since: number): Lease {
+  if (monotonicNow() < lease.deadline) return lease;
+  abandonQuietly(ctx, keys, token);
+  throw new LockConnectionError(
+    `Redis answered the acquire of "${keys.key}" after ${Math.round(monotonicNow() - since)} ms, beyond its ${lease.ttl} ms lease; the lock was given back.`,
+    'acquire',
+  );
+}

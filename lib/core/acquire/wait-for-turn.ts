@@ -1,0 +1,118 @@
+import { LockTimeoutError } from '../../errors/lock-timeout.error';
+import type { ResolvedLockOptions } from '../../options/resolve-options';
+import type { LockRedisKeys } from '../../redis/lock-redis-keys';
+import type { AcquireReply } from '../../redis/redis-lock-store';
+import { monotonicNow } from '../clock';
+import { Lease, newLease } from '../lease';
+import { interruptibleDelay } from '../sleep';
+import { AcquireContext, abandonQuietly, shuttingDown } from './acquire-context';
+import type { HandoverListener } from './handover-listener';
+import { assertFence, confirmedHandover, grantedLease, handedOverFor, validLease } from './lease-grant';
+
+export interface FirstBusyAttempt {
+  listener: HandoverListener;
+  /** The busy reply of the first attempt (it queued us). */
+  reply: Extract<AcquireReply, { acquired: false }>;
+  sentAt: number;
+  subscribedAtSend: boolean;
+}
+
+/** After a busy first attempt: waits in the queue, woken by the handover or a safety-net timer, until taken or timed out. */
+export async function waitForTurn(
+  ctx: AcquireContext,
+  keys: LockRedisKeys,
+  token: string,
+  options: ResolvedLockOptions,
+  waitUntil: number,
+  first: FirstBusyAttempt,
+): Promise<Lease> {
+  const { listener } = first;
+  const started = first.sentAt;
+  let { reply, sentAt, subscribedAtSend } = first;
+  let attempts = 1;
+  // Sent before the release that handed us the lock ran (it answered "busy"): a safe start for that lease.
+  let lastBusySentAt = sentAt;
+  let queued = reply.position >= 0;
+  try {
+    for (;;) {
+      // `reply` is busy here, and queued us.
+      if (!listener.handover) {
+        const remaining = waitUntil - monotonicNow();
+        if (remaining <= 0) throw new LockTimeoutError(keys.key, monotonicNow() - started, attempts);
+        // The service subscribes once, at its first wait (uncontended acquires stay one round trip).
+        // If that happened only after our attempt was sent, a release in between went unheard: retry now.
+        const retryNow = !subscribedAtSend && (await ctx.wakeChannel.ensureSubscribed());
+        if (!retryNow && !listener.handover) {
+          const delay = nextDelay(reply.holderTtl, reply.position, attempts, ctx.wakeChannel.subscribed, options, ctx.waiterLease);
+          const pause = interruptibleDelay(Math.min(delay, remaining), ctx.shutdown);
+          listener.wake = pause.wake;
+          await pause.promise;
+          listener.wake = undefined;
+        }
+      }
+      const handover = listener.handover;
+      if (handover) {
+        queued = false;
+        assertFence(ctx, keys, token, handover.fence);
+        if (ctx.store.replicaAcks) return await confirmedHandover(ctx, keys, token, handover.fence, options.ttl);
+        return validLease(ctx, keys, token, newLease(keys, handover.fence, options.ttl, lastBusySentAt, handedOverFor(ctx, handover)), lastBusySentAt);
+      }
+      if (ctx.shutdown.aborted) throw shuttingDown(keys);
+      attempts++;
+      subscribedAtSend = ctx.wakeChannel.subscribed;
+      sentAt = monotonicNow();
+      let next: AcquireReply;
+      try {
+        next = await ctx.store.acquire(keys, token, options.ttl, true, true);
+      } catch (error) {
+        // The attempt may have reached Redis even though we saw no answer: take back anything it did.
+        abandonQuietly(ctx, keys, token);
+        queued = false;
+        throw error;
+      }
+      if (next.acquired) {
+        queued = false;
+        return grantedLease(ctx, keys, token, options.ttl, next, sentAt);
+      }
+      reply = next;
+      lastBusySentAt = sentAt;
+      queued = reply.position >= 0;
+    }
+  } catch (error) {
+    if (queued) abandonQuietly(ctx, keys, token);
+    throw error;
+  } finally {
+    listener.stop();
+  }
+}
+
+/** Holder pttl in a busy reply: free, but promised to a live waiter ahead of us. */
+const PROMISED_TO_WAITER_AHEAD = -1;
+/** Holder pttl in a busy reply: free, and the stale waiters ahead of us are not all dropped yet. */
+const PURGING_STALE_WAITERS = -3;
+/** How often (per waiterLease) a waiter looks at a free lock promised to a waiter ahead of it. */
+const PROMISED_POLLS_PER_LEASE = 30;
+
+function nextDelay(
+  holderTtl: number,
+  position: number,
+  attempts: number,
+  subscribed: boolean,
+  options: ResolvedLockOptions,
+  waiterLease: number,
+): number {
+  // Stale waiters ahead of us are still being dropped from a free lock's queue: ask again at once
+  // (each call drops a bounded run, so this ends).
+  if (holderTtl === PURGING_STALE_WAITERS) return 0;
+  // Refresh our place in the queue well before it is considered abandoned.
+  const refresh = Math.floor(waiterLease / 3) * (0.8 + Math.random() * 0.2);
+  // Free, but promised to a waiter ahead of us: it takes the lock within moments if it is alive, or
+  // its place lapses within waiterLease if it died; look again soon rather than a refresh later.
+  if (holderTtl === PROMISED_TO_WAITER_AHEAD) return Math.min(refresh, Math.max(1, Math.floor(waiterLease / PROMISED_POLLS_PER_LEASE)));
+  // Wake when the holder's lease would end, in case the holder (or a waiter it was handed to) died.
+  const untilHolderExpiry = holderTtl > 0 ? holderTtl + 1 : Infinity;
+  if (subscribed) return Math.min(refresh, untilHolderExpiry);
+  const backoff = Math.min(options.retryDelay.max, options.retryDelay.min * 2 ** Math.min(attempts, 20));
+  return Math.min(refresh, untilHolderExpiry, Math.max(1, Math.random() * backoff));
+}
+
