@@ -13,7 +13,7 @@ export interface Lease {
   /** When the watchdog should renew next (monotonic ms). */
   renewAt: number;
   /** A renewal for this lease is on the wire; do not send another. */
-  renewing: boolean;
+  renewalInFlight: boolean;
 }
 
 /** Clock drift and timer lateness allowance, as Redlock computes it: 1% of the TTL plus 2 ms. */
@@ -27,7 +27,7 @@ export const renewIntervalFor = (ttl: number): number => Math.max(1, Math.floor(
  * and renewed to `ttl` from then on. `validFor` is less than `ttl` for a lock handed over by a release.
  */
 export function newLease(keys: LockRedisKeys, fence: number, ttl: number, sentAt: number, validFor: number = ttl): Lease {
-  return { keys, fence, ttl, deadline: sentAt + validFor - driftFor(validFor), renewAt: sentAt + renewIntervalFor(validFor), renewing: false };
+  return { keys, fence, ttl, deadline: sentAt + validFor - driftFor(validFor), renewAt: sentAt + renewIntervalFor(validFor), renewalInFlight: false };
 }
 
 /** Records a successful renewal or extension sent at `sentAt`. */

@@ -20,7 +20,7 @@ import { LockStats, emptyStats } from './lock-stats';
 import { ResolvedLockOptions, ResolvedModuleOptions, resolveLockOptions, resolveModuleOptions } from '../options/resolve-options';
 import { reportConnectionHealth } from '../redis/connection-health';
 import { ConnectionState } from '../redis/connection-state';
-import { RedisConnection, closeConnection, createRedisConnection, waitUntilReady } from '../redis/redis-connection';
+import { RedisConnection, closeConnection, connectTimeoutFor, createRedisConnection, waitUntilReady } from '../redis/redis-connection';
 import { RedisLockStore } from '../redis/redis-lock-store';
 import type { LockRedisKeys } from '../redis/lock-redis-keys';
 import { ReplicaAcks } from '../redis/replica-acks';
@@ -78,7 +78,7 @@ export class LockEngine implements LockRuntime {
 
   /** Waits (bounded) for the connection, so the first lock of the application does not fail on a handshake in progress. */
   async ready(): Promise<void> {
-    const waitMs = Math.max(this.settings.commandTimeout, 1_000);
+    const waitMs = connectTimeoutFor(this.settings.commandTimeout);
     const ready = await waitUntilReady(this.connection.client, waitMs);
     // A failed attempt of a connection we own was already logged as "not reachable", with its reason (connection-health.ts).
     if (!ready && !this.connectionState.reason) {

@@ -110,11 +110,9 @@ export class Lock implements AsyncDisposable {
     assertTtl('extend(ttl)', ttl);
     this.assertHeld();
     const sentAt = monotonicNow();
-    const results = await Promise.allSettled(this.leases.map((l) => this.runtime.store.extend(l.keys, this.token, ttl)));
-    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failure) throw failure.reason;
+    const extended = await settleAll(this.leases.map((l) => this.runtime.store.extend(l.keys, this.token, ttl)));
     this.assertHeld();
-    if (results.some((r) => r.status === 'fulfilled' && !r.value)) {
+    if (extended.includes(false)) {
       this.markLost('not-owner', 'extend() found another owner token (or none) in Redis');
       this.assertHeld();
     }
@@ -202,10 +200,8 @@ export class Lock implements AsyncDisposable {
 
   /** Every lease, in reverse of the acquisition order (the commands leave in this order on the connection). */
   private async releaseAll(): Promise<boolean> {
-    const results = await Promise.allSettled([...this.leases].reverse().map((l) => this.releaseOne(l)));
-    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failure) throw failure.reason;
-    return results.every((r) => r.status === 'fulfilled' && r.value);
+    const released = await settleAll([...this.leases].reverse().map((l) => this.releaseOne(l)));
+    return released.every(Boolean);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -213,7 +209,7 @@ export class Lock implements AsyncDisposable {
   }
 
   /** @internal Whether the watchdog renews this lock (not once `maxHold` is reached or shutdown gave up waiting for it). */
-  get renewing(): boolean {
+  get watchdogRenews(): boolean {
     return this.state === 'held' && this.options.watchdog && this.renewalStopped === undefined;
   }
 
@@ -240,7 +236,7 @@ export class Lock implements AsyncDisposable {
     this.end(error);
     // Renewals sent before the loss may still sit in a frozen Redis and extend the key once more when
     // it thaws; an owner-checked clean-up queued behind them gives the key back as soon as it does.
-    for (const lease of this.leases) this.runtime.store.abandon(lease.keys, this.token).catch(() => undefined);
+    for (const lease of this.leases) this.runtime.store.abandonQuietly(lease.keys, this.token);
     this.runtime.logger.warn(error.message);
     try {
       this.options.onLockLost?.(this, error);
@@ -293,4 +289,15 @@ export class Lock implements AsyncDisposable {
     for (const o of this.outer) o.assertHeld();
     throw new LockLostError(this.key, 'expired', 'the lock was already released');
   }
+}
+
+/**
+ * Waits for every call (none is left running unseen), then rethrows the first failure or returns
+ * every result: one key's Redis error must not hide what the other keys' calls did.
+ */
+async function settleAll<T>(calls: Array<Promise<T>>): Promise<T[]> {
+  const results = await Promise.allSettled(calls);
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) throw failure.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<T>).value);
 }

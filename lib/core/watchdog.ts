@@ -14,6 +14,12 @@ import type { RedisLockStore, RenewRequest } from '../redis/redis-lock-store';
  */
 const RENEWALS_PER_PIPELINE = 500;
 
+/** A tick also renews leases due within this share of their renewal interval: one round trip for near neighbours. */
+const COALESCE_SHARE = 1 / 4;
+
+/** After a failed renewal, retry after this share of the renewal interval (at least the drift allowance): still within the lease. */
+const RETRY_SHARE = 1 / 3;
+
 /** One lease due for renewal, with the lock it belongs to. */
 interface DueRenewal {
   lock: Lock;
@@ -81,10 +87,10 @@ export class Watchdog {
   /** Earliest deadline or due renewal of one lock (monotonic ms). */
   private nextTimeOf(lock: Lock): number {
     let next = Infinity;
-    const renewing = lock.renewing;
+    const renewing = lock.watchdogRenews;
     for (const lease of lock.leases) {
       next = Math.min(next, lease.deadline);
-      if (renewing && !lease.renewing) next = Math.min(next, lease.renewAt);
+      if (renewing && !lease.renewalInFlight) next = Math.min(next, lease.renewAt);
     }
     return next;
   }
@@ -119,7 +125,7 @@ export class Watchdog {
     const due: DueRenewal[] = [];
     for (const lock of [...this.locks]) {
       lock.checkDeadline(now);
-      if (!lock.renewing) continue;
+      if (!lock.watchdogRenews) continue;
       if (now - lock.acquiredAt >= lock.options.maxHold) {
         lock.stopRenewing();
         this.logger.warn(`Lock "${lock.key}" reached maxHold (${lock.options.maxHold} ms); no more renewals, its lease will run out.`);
@@ -127,11 +133,11 @@ export class Watchdog {
       }
       for (const lease of lock.leases) {
         // Coalesce: renew whatever falls due in the next quarter interval in this same round trip.
-        if (!lease.renewing && lease.renewAt <= now + renewIntervalFor(lease.ttl) / 4) due.push({ lock, lease });
+        if (!lease.renewalInFlight && lease.renewAt <= now + renewIntervalFor(lease.ttl) * COALESCE_SHARE) due.push({ lock, lease });
       }
     }
     if (due.length === 0) return;
-    for (const d of due) d.lease.renewing = true;
+    for (const d of due) d.lease.renewalInFlight = true;
     // Keep the deadline timer armed while these renewals are on the wire: on a frozen Redis the
     // reply (or our timeout) can come up to commandTimeout after a lease's deadline, and the holder
     // must learn of the loss at the deadline, not then.
@@ -145,8 +151,8 @@ export class Watchdog {
       // A lock released (or lost) while we yielded gets no renewal: none is ever sent after release().
       const live: DueRenewal[] = [];
       for (const d of due.slice(from, from + RENEWALS_PER_PIPELINE)) {
-        if (d.lock.renewing) live.push(d);
-        else d.lease.renewing = false;
+        if (d.lock.watchdogRenews) live.push(d);
+        else d.lease.renewalInFlight = false;
       }
       if (live.length > 0) sending.push(this.renew(live));
     }
@@ -161,8 +167,8 @@ export class Watchdog {
     const answeredAt = monotonicNow();
     results.forEach((result, i) => {
       const { lock, lease } = due[i];
-      lease.renewing = false;
-      if (!lock.renewing) return; // released or lost while the renewal was on the wire
+      lease.renewalInFlight = false;
+      if (!lock.watchdogRenews) return; // released or lost while the renewal was on the wire
       if (result === true) {
         this.stats.renewals++;
         // A reply that came back after the old deadline cannot revive the lease: someone else may
@@ -174,7 +180,7 @@ export class Watchdog {
       } else {
         this.stats.renewalErrors++;
         // Try again soon, but still within the lease; the deadline check declares the loss if Redis stays away.
-        lease.renewAt = answeredAt + Math.max(driftFor(lease.ttl), Math.floor(renewIntervalFor(lease.ttl) / 3));
+        lease.renewAt = answeredAt + Math.max(driftFor(lease.ttl), Math.floor(renewIntervalFor(lease.ttl) * RETRY_SHARE));
         this.logger.warn(`Renewing lock "${lock.key}" failed, retrying before the lease ends: ${result.message}`);
       }
     });

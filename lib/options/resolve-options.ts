@@ -1,3 +1,4 @@
+import { isClusterClient } from '../redis/redis-connection';
 import { describeValue } from '../errors/describe-value';
 import type { DistributedLockModuleOptions } from './distributed-lock-module-options.interface';
 import type { LockOptions, OnBusyPolicy } from './lock-options.interface';
@@ -7,6 +8,9 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import { resolveKeyPrefix } from './key-prefix';
 import { LOCK_DEFAULTS } from './lock-defaults';
 import { assertBoolean, assertCount, assertFunctionOrUndefined, assertIntegerMs, assertOneOf, assertTtl } from './validate-options';
+
+/** Waiters refresh their place every third of waiterLease; below this, refreshes would be timer noise. */
+const MIN_WAITER_LEASE_MS = 30;
 
 const POLICIES: readonly OnBusyPolicy[] = ['retry', 'throw', 'fail-fast'];
 /** More replicas than any real deployment runs: a larger value is a typo. */
@@ -89,7 +93,7 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
   return {
     keyPrefix,
     commandTimeout,
-    waiterLease: assertIntegerMs('waiterLease', options.waiterLease ?? LOCK_DEFAULTS.waiterLease, 30),
+    waiterLease: assertIntegerMs('waiterLease', options.waiterLease ?? LOCK_DEFAULTS.waiterLease, MIN_WAITER_LEASE_MS),
     shutdownTimeout: assertIntegerMs('shutdownTimeout', options.shutdownTimeout ?? LOCK_DEFAULTS.shutdownTimeout, 0),
     replicaAcks,
     replicaAckTimeout,
@@ -103,7 +107,7 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
  * own bound, or the caller would see a timeout instead of how many replicas confirmed.
  */
 function assertReplicaAcksUsable(redis: unknown, replicaAckTimeout: number, commandTimeout: number): void {
-  if ((redis as { isCluster?: boolean } | null)?.isCluster === true) {
+  if (isClusterClient(redis)) {
     throw new LockOptionsError('replicaAcks', 'is not supported with a Redis Cluster client; use a single primary with replicas (e.g. under Sentinel), or leave it 0.');
   }
   if (replicaAckTimeout >= commandTimeout) {

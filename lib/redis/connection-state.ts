@@ -1,7 +1,7 @@
-import type { Cluster, ClusterNode, Redis } from 'ioredis';
+import type { ClusterNode, Redis } from 'ioredis';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import type { CommandGate } from './command-deadlines';
-import type { RedisClient } from './redis-connection';
+import { isClusterClient, type RedisClient } from './redis-connection';
 
 /**
  * ioredis' own words for "this command never got an answer because the connection is gone"
@@ -126,11 +126,11 @@ export class ConnectionState implements CommandGate {
 
 /** `Redis at host:port`, `Redis at /path.sock`, `Redis primary "name" (via Sentinels …)` or `Redis Cluster (nodes …)`. */
 export function describeTarget(client: RedisClient): string {
-  if ((client as Cluster).isCluster) {
+  if (isClusterClient(client)) {
     const nodes = ((client as unknown as { startupNodes?: ClusterNode[] }).startupNodes ?? []).map(nodeText);
     return `Redis Cluster (${nodes.join(', ')})`;
   }
-  const o = (client as Redis).options;
+  const o = (client).options;
   if (o.sentinels?.length) {
     return `Redis primary "${o.name}" (via Sentinels ${o.sentinels.map((s) => `${s.host ?? 'localhost'}:${s.port ?? 26379}`).join(', ')})`;
   }

@@ -9,6 +9,11 @@ export interface RedisConnection {
   owned: boolean;
 }
 
+/** A Redis Cluster client (duck-typed, like isRedisClient: a client from another copy of ioredis counts too). */
+export function isClusterClient(client: unknown): client is Cluster {
+  return (client as { isCluster?: unknown } | null)?.isCluster === true;
+}
+
 /** Duck-typed so a client from another copy of ioredis (a different node_modules) is still recognised. */
 export function isRedisClient(value: unknown): value is RedisClient {
   return (
@@ -26,16 +31,23 @@ export function isRedisClient(value: unknown): value is RedisClient {
  * timeout (lib/internal/command-deadlines.ts), not ioredis' `commandTimeout`: after a process pause,
  * ioredis' timer would fail a command whose reply is already waiting in the socket.
  */
+/** Reconnect delays: 50 ms, doubling, at most 500 ms (the first acquire after Redis is back works within a second). */
+const RECONNECT_FIRST_DELAY_MS = 50;
+const RECONNECT_MAX_DELAY_MS = 500;
+
+/** How long a connection attempt may take: the command bound, but never below a second (a TLS handshake alone can take that). */
+export const connectTimeoutFor = (commandTimeout: number): number => Math.max(commandTimeout, 1_000);
+
 export function connectionDefaults(commandTimeout: number): RedisOptions {
   return {
-    connectTimeout: Math.max(commandTimeout, 1_000),
+    connectTimeout: connectTimeoutFor(commandTimeout),
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
     // Closing a connection whose socket is already dead must not keep the process alive for 2 s.
     disconnectTimeout: 200,
     // Reconnect quickly so the first acquire after Redis comes back works within a second.
-    retryStrategy: (attempt: number) => Math.min(50 * 2 ** Math.min(attempt, 4), 500),
+    retryStrategy: (attempt: number) => Math.min(RECONNECT_FIRST_DELAY_MS * 2 ** Math.min(attempt, 4), RECONNECT_MAX_DELAY_MS),
   };
 }
 

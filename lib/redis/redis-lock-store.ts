@@ -1,4 +1,4 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { CommandDeadlines, CommandGate } from './command-deadlines';
 import { toConnectionError } from './connection-errors';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
@@ -7,7 +7,7 @@ import { CommandArg, isNoScript, LuaScript, PipelineResults, ScriptRunner } from
 import { connectedReplicasOf, ReplicaAcks } from './replica-acks';
 import { WriteBatcher } from './write-batcher';
 import { LOCK_SCRIPTS } from './scripts';
-import type { RedisClient } from './redis-connection';
+import { isClusterClient, type RedisClient } from './redis-connection';
 
 export type AcquireReply =
   /** `validFor`: ms of lease Redis had left when it ran the attempt (the ttl, or less for a lock handed to us). */
@@ -102,13 +102,18 @@ export class RedisLockStore {
    * (minHold at release), where a replica that missed it only keeps the lock longer — the safe side.
    */
   shorten(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
-    return this.script(LOCK_SCRIPTS.renew, 'extend', keys, renewArgs(keys, token, ttl), isOne);
+    return this.script(LOCK_SCRIPTS.renew, 'shorten', keys, renewArgs(keys, token, ttl), isOne);
   }
 
   /** Leaves the queue and frees the lock if an unanswered attempt took it. Safe to send any time: owner-checked. */
   async abandon(keys: LockRedisKeys, token: string): Promise<void> {
     const reply = await this.script(LOCK_SCRIPTS.abandon, 'abandon', keys, this.handoverArgs(keys, token));
     if (typeof reply === 'number' && reply >= 2) this.passOnStale(keys);
+  }
+
+  /** abandon(), fire-and-forget: failures only mean the queue place or lease lapse by themselves. */
+  abandonQuietly(keys: LockRedisKeys, token: string): void {
+    this.abandon(keys, token).catch(() => undefined);
   }
 
   /**
@@ -135,7 +140,7 @@ export class RedisLockStore {
    */
   async renewMany(requests: readonly RenewRequest[]): Promise<Array<boolean | Error>> {
     if (requests.length === 0) return [];
-    if (isCluster(this.client)) {
+    if (isClusterClient(this.client)) {
       return Promise.all(
         requests.map((r) => this.extend(r.keys, r.token, r.ttl).catch((error: unknown) => toConnectionError('renew', error))),
       );
@@ -235,6 +240,3 @@ const isOne = (reply: unknown): boolean => reply === 1;
 /** `handed-over`: the release gave the lock to the next waiter (whose process is being told so). */
 export type ReleaseOutcome = 'not-owner' | 'freed' | 'handed-over';
 
-function isCluster(client: RedisClient): client is Cluster {
-  return (client as Cluster).isCluster === true;
-}

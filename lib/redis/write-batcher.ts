@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { RedisClient } from './redis-connection';
+import { isClusterClient, type RedisClient } from './redis-connection';
 
 type CorkableStream = NodeJS.WritableStream & { cork(): void; uncork(): void };
 
@@ -39,7 +39,7 @@ export class WriteBatcher {
       return;
     }
     const stream = (this.client as Redis).stream as Partial<CorkableStream> | undefined;
-    if (!stream?.cork || !stream.uncork || (this.client as { isCluster?: boolean }).isCluster) return;
+    if (!stream?.cork || !stream.uncork || isClusterClient(this.client)) return;
     const corked = stream as CorkableStream;
     corked.cork();
     this.corked = corked;

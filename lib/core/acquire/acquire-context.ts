@@ -14,7 +14,7 @@ export interface AcquireContext {
 
 /** Fire-and-forget, owner-checked clean-up; failures only mean the queue entry or lease lapse by themselves. */
 export function abandonQuietly(ctx: AcquireContext, keys: LockRedisKeys, token: string): void {
-  ctx.store.abandon(keys, token).catch(() => undefined);
+  ctx.store.abandonQuietly(keys, token);
 }
 
 /** The error of a wait (or attempt) that close() ended. */

@@ -92,6 +92,12 @@ const PROMISED_TO_WAITER_AHEAD = -1;
 const PURGING_STALE_WAITERS = -3;
 /** How often (per waiterLease) a waiter looks at a free lock promised to a waiter ahead of it. */
 const PROMISED_POLLS_PER_LEASE = 30;
+/** Waiters refresh their place this many times per waiterLease, so one missed refresh does not forfeit it. */
+const REFRESHES_PER_LEASE = 3;
+/** Refresh timers run at 80–100 % of their interval: waiters queued together do not refresh together. */
+const REFRESH_JITTER = 0.2;
+/** The polling backoff stops doubling after this many attempts (retryDelay.max caps it long before). */
+const MAX_BACKOFF_DOUBLINGS = 20;
 
 function nextDelay(
   holderTtl: number,
@@ -105,14 +111,14 @@ function nextDelay(
   // (each call drops a bounded run, so this ends).
   if (holderTtl === PURGING_STALE_WAITERS) return 0;
   // Refresh our place in the queue well before it is considered abandoned.
-  const refresh = Math.floor(waiterLease / 3) * (0.8 + Math.random() * 0.2);
+  const refresh = Math.floor(waiterLease / REFRESHES_PER_LEASE) * (1 - REFRESH_JITTER + Math.random() * REFRESH_JITTER);
   // Free, but promised to a waiter ahead of us: it takes the lock within moments if it is alive, or
   // its place lapses within waiterLease if it died; look again soon rather than a refresh later.
   if (holderTtl === PROMISED_TO_WAITER_AHEAD) return Math.min(refresh, Math.max(1, Math.floor(waiterLease / PROMISED_POLLS_PER_LEASE)));
   // Wake when the holder's lease would end, in case the holder (or a waiter it was handed to) died.
   const untilHolderExpiry = holderTtl > 0 ? holderTtl + 1 : Infinity;
   if (subscribed) return Math.min(refresh, untilHolderExpiry);
-  const backoff = Math.min(options.retryDelay.max, options.retryDelay.min * 2 ** Math.min(attempts, 20));
+  const backoff = Math.min(options.retryDelay.max, options.retryDelay.min * 2 ** Math.min(attempts, MAX_BACKOFF_DOUBLINGS));
   return Math.min(refresh, untilHolderExpiry, Math.max(1, Math.random() * backoff));
 }
 
