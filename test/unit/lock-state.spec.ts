@@ -53,9 +53,11 @@ describe('corrupt lock state', () => {
 
   it('a fencing-token key corrupted while a waiter is queued: the release fails closed, the waiter never gets a token that is not an integer', async () => {
     const holder = await make();
-    const waiterService = await make();
+    // A waiter that looks again only about a second later (its place refresh), so the queue is seen as
+    // the failed release left it before the waiter's own next attempt runs into the corrupt token too.
+    const waiterService = await pool.make({ keyPrefix: 'ls:', waiterLease: 3_000 });
     const held = await holder.acquire('h');
-    const waiting = waiterService.acquire('h', { waitTimeout: 1_500 }).catch((e: unknown) => e);
+    const waiting = waiterService.acquire('h', { waitTimeout: 3_000 }).catch((e: unknown) => e);
     expect(await pollUntil(async () => (await client.llen('ls:{h}:q')) === 1, 2_000)).toBe(true);
     await client.set('ls:{h}:f', 'inf');
 
