@@ -141,7 +141,9 @@ export class CommandDeadlines {
     setImmediate(() => {
       // expire() leaves the oldest unsettled call (not yet due) at the head, or nothing.
       this.expire(monotonicNow());
-      if (this.head && !this.timer) this.arm(this.head.deadline);
+      // A call sent between the timer and this turn may have armed the timer for its own, later
+      // deadline: the oldest pending call still decides when it fires.
+      if (this.head && this.head.deadline < this.timerAt) this.arm(this.head.deadline);
     });
   }
 
