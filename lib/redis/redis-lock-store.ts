@@ -12,7 +12,8 @@ import { isClusterClient, type RedisClient } from './redis-connection';
 export type AcquireReply =
   /** `validFor`: ms of lease Redis had left when it ran the attempt (the ttl, or less for a lock handed to us). */
   | { acquired: true; fence: number; validFor: number }
-  | { acquired: false; holderTtl: number; position: number };
+  /** `lastFence`: the key's last fencing token when the attempt ran (see waitForTurn: it dates the attempt against a handover). */
+  | { acquired: false; holderTtl: number; position: number; lastFence: number };
 
 export interface RenewRequest {
   keys: LockRedisKeys;
@@ -227,9 +228,9 @@ export class RedisLockStore {
 }
 
 function acquireReply(raw: unknown): AcquireReply {
-  const reply = raw as [number, number, number];
+  const reply = raw as [number, number, number, number?];
   if (reply[0] === 1) return { acquired: true, fence: Number(reply[1]), validFor: Number(reply[2]) };
-  return { acquired: false, holderTtl: Number(reply[1]), position: Number(reply[2] ?? -1) };
+  return { acquired: false, holderTtl: Number(reply[1]), position: Number(reply[2] ?? -1), lastFence: Number(reply[3] ?? 0) };
 }
 
 /** Keys and arguments of the owner-checked renewal script (renew, extend, shorten, handover confirmation). */

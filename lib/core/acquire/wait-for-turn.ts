@@ -30,18 +30,29 @@ export async function waitForTurn(
   const started = first.sentAt;
   let { reply, sentAt, subscribedAtSend } = first;
   let attempts = 1;
-  // Sent before the release that handed us the lock ran (it answered "busy"): a safe start for that lease.
+  // The last busy attempt: when it was sent, and the key's last fencing token when it ran. If that
+  // token is below a handover's, the attempt ran before the grant and its send time is a safe start
+  // for the handed-over lease; if not, it ran after the grant and found the lock not ours, so the
+  // handover is stale (its lease ran out while we were not looking: a blocked event loop, a slow
+  // subscriber connection) and must not be believed.
   let lastBusySentAt = sentAt;
+  let lastBusyFence = reply.lastFence;
   let queued = reply.position >= 0;
   try {
     for (;;) {
       // `reply` is busy here, and queued us.
-      if (!listener.handover) {
+      let retryNow = false;
+      if (listener.handover && lastBusyFence >= listener.handover.fence) {
+        // Nothing is believed on that message; our next attempt says whether the key is ours.
+        listener.handover = undefined;
+        retryNow = true;
+      }
+      if (!listener.handover && !retryNow) {
         const remaining = waitUntil - monotonicNow();
         if (remaining <= 0) throw new LockTimeoutError(keys.key, monotonicNow() - started, attempts);
         // The service subscribes once, at its first wait (uncontended acquires stay one round trip).
         // If that happened only after our attempt was sent, a release in between went unheard: retry now.
-        const retryNow = !subscribedAtSend && (await ctx.wakeChannel.ensureSubscribed());
+        retryNow = !subscribedAtSend && (await ctx.wakeChannel.ensureSubscribed());
         if (!retryNow && !listener.handover) {
           const delay = nextDelay(reply.holderTtl, reply.position, attempts, ctx.wakeChannel.subscribed, options, ctx.waiterLease);
           const pause = interruptibleDelay(Math.min(delay, remaining), ctx.shutdown);
@@ -76,6 +87,7 @@ export async function waitForTurn(
       }
       reply = next;
       lastBusySentAt = sentAt;
+      lastBusyFence = next.lastFence;
       queued = reply.position >= 0;
     }
   } catch (error) {

@@ -12,9 +12,11 @@ import { LUA_PRELUDE } from './lua-functions';
  * KEYS: lock, fence, queue, waiters.
  * ARGV: token, ttl ms, [waiter lease ms: take or refresh a place in the queue when busy],
  *       [retry: '1' when an earlier attempt of this token queued it].
- * Returns {1, fence, lease ms left} when the lock is ours, else {0, holder pttl, position} where
- * pttl -1 is "free but promised to a live waiter ahead", -3 "free, and stale waiters ahead are still
- * being dropped: ask again at once"; position 0 is the head, 1 behind it, -1 not queued.
+ * Returns {1, fence, lease ms left} when the lock is ours, else {0, holder pttl, position, last fence}
+ * where pttl -1 is "free but promised to a live waiter ahead", -3 "free, and stale waiters ahead are
+ * still being dropped: ask again at once"; position 0 is the head, 1 behind it, -1 not queued. The
+ * last fencing token dates the attempt against a handover: an attempt that saw a token at or above
+ * the handover's ran after that grant (and found the lock not ours), so the handover is stale.
  */
 export const ACQUIRE_SCRIPT =
   LUA_PRELUDE +
@@ -64,7 +66,7 @@ if pttl == -2 then
   end
   if pttl == -2 then pttl = -1 end
 end
-if not ARGV[3] then return {0, pttl, -1} end
+if not ARGV[3] then return {0, pttl, -1, last_fence} end
 
 now_ms = now_ms or now_ms_of(redis.call('TIME'))
 local lease = tonumber(ARGV[3])
@@ -73,6 +75,6 @@ if redis.call('ZADD', KEYS[4], now_ms + lease, token) == 1 then
 end
 redis.call('PEXPIRE', KEYS[3], lease * 2)
 redis.call('PEXPIRE', KEYS[4], lease * 2)
-if not head or head == token then return {0, pttl, 0} end
-return {0, pttl, 1}
+if not head or head == token then return {0, pttl, 0, last_fence} end
+return {0, pttl, 1, last_fence}
 `;
