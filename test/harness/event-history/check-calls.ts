@@ -47,6 +47,8 @@ export interface CallStats {
   cut: number;
   /** Completions by error type (plus 'busy' for fail-fast). */
   errors: Record<string, number>;
+  /** The first message seen of each error type (for the report). */
+  errorSamples: Record<string, string>;
   /** Largest duration minus bound (without slack) per kind of call: how much slack was used. */
   maxOverrunMs: Record<string, number>;
   /** Largest stopped time taken out of one call. */
@@ -85,7 +87,7 @@ const ms = (ns: bigint): number => Number(ns) / 1e6;
 
 export function checkCalls(calls: readonly CallRecord[], holds: readonly Hold[], ctx: CallContext): { violations: CallViolation[]; stats: CallStats } {
   const violations: CallViolation[] = [];
-  const stats: CallStats = { calls: calls.length, cut: 0, errors: {}, maxOverrunMs: {}, maxPausedMs: 0 };
+  const stats: CallStats = { calls: calls.length, cut: 0, errors: {}, errorSamples: {}, maxOverrunMs: {}, maxPausedMs: 0 };
   const holdById = new Map(holds.map((h) => [`${h.w}#${h.lock}`, h]));
 
   for (const { invoke, done } of calls) {
@@ -112,6 +114,7 @@ export function checkCalls(calls: readonly CallRecord[], holds: readonly Hold[],
     const failure = done.ev === 'error' ? done.type : done.ev === 'settle' && done.result === 'busy' ? 'busy' : undefined;
     if (failure === undefined) continue;
     stats.errors[failure] = (stats.errors[failure] ?? 0) + 1;
+    if (done.ev === 'error') stats.errorSamples[failure] ??= done.message;
     const allowed = failure === 'busy' ? kind === 'acquire:fail-fast' : (ALLOWED[kind] ?? []).includes(failure);
     if (!allowed) {
       violations.push({ kind: 'unexpected-error', invoke, done, detail: `${kind} ended with ${failure}${done.ev === 'error' ? `: ${done.message}` : ''}` });
