@@ -3,6 +3,9 @@
  * everything at once: which faults did not fire, which invariants broke (each violation with both
  * events), and how to replay it.
  */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 import { formatViolations } from '../../harness/event-history/check-history';
 import type { RunReport } from './run-workload';
 
@@ -49,9 +52,21 @@ export function runSummary(label: string, r: RunReport): string {
   );
 }
 
-/** Throws one error with every problem of the run, the seed to replay it and the workload. */
+/** Writes the run's whole history (one event per line) where a person can read it; returns the path. */
+export function saveHistory(r: RunReport): string {
+  const dir = path.join(os.tmpdir(), 'ndl-history');
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${r.runId}.jsonl`);
+  fs.writeFileSync(file, r.events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+  return file;
+}
+
+/** Throws one error with every problem of the run, the seed to replay it, the workload and where its history is. */
 export function expectCleanRun(r: RunReport, planned: number, replay: string): void {
   const problems = runProblems(r, planned);
   if (problems.length === 0) return;
-  throw new Error(`${problems.length} problem(s) in run ${r.runId} — replay: ${replay}\nworkload ${JSON.stringify(r.workload)}\n- ${problems.join('\n- ')}`);
+  throw new Error(
+    `${problems.length} problem(s) in run ${r.runId} — replay: ${replay}\nworkload ${JSON.stringify(r.workload)}\n` +
+      `whole history: ${saveHistory(r)}\n- ${problems.join('\n- ')}`,
+  );
 }

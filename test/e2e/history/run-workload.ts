@@ -7,7 +7,7 @@ import { randomBytes } from 'crypto';
 import type Redis from 'ioredis';
 import type { PauseWindow } from '../../harness/event-history/check-calls';
 import { checkEventHistory, HistoryCheck } from '../../harness/event-history/check-history';
-import { isHistoryEvent } from '../../harness/event-history/events';
+import { HistoryEvent, isHistoryEvent } from '../../harness/event-history/events';
 import { scanPrefix, StrayKey, strayKeys } from '../../harness/event-history/stray-keys';
 import { RedisProcess } from '../../harness/redis-process';
 import { ProxyStats, TcpProxy } from '../../harness/tcp-proxy';
@@ -54,6 +54,8 @@ export interface RunReport {
   connectionErrorShare: number;
   /** Redis was stopped or restarted in this run (connection errors are expected then). */
   redisFaulted: boolean;
+  /** Every worker's events, in each worker's order (for saveHistory on failure). */
+  events: HistoryEvent[];
 }
 
 /** Poll period of the fault scheduler and the completion wait. */
@@ -130,6 +132,7 @@ export async function runWorkload(w: Workload, opts: RunOptions): Promise<RunRep
       workers,
       connectionErrorShare: (check.calls.errors.LockConnectionError ?? 0) / Math.max(1, check.calls.calls),
       redisFaulted: w.faults.some((f) => f.kind === 'stop-redis' || f.kind === 'restart-redis'),
+      events,
     };
   } finally {
     await crew.stopAll();
