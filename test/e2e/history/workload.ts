@@ -88,7 +88,10 @@ export const multiKeyReorderingArb: fc.Arbitrary<Workload> = fc.record({
   closes: fc.constant([]),
   ttl: fc.integer({ min: 1_000, max: 3_000 }),
   commandTimeout: fc.integer({ min: 1_000, max: 2_000 }),
-  waiterLease: fc.integer({ min: 300, max: 600 }),
+  // Short: waiters refresh their place (a retry) every waiterLease / 3, and each retry is a chance to
+  // find a lock handed over before its pub/sub message arrives. Measured on today's main, 10,000
+  // sections: 3 violations in 3 runs at 150 ms, none in 3 runs at 450 ms.
+  waiterLease: fc.integer({ min: 150, max: 400 }),
   shutdownTimeout: fc.constant(2_000),
   jitterMs: fc.constant(15),
   faults: fc.constant([]),
