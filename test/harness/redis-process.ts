@@ -32,6 +32,13 @@ export interface RedisProcessOptions {
    * line. A Sentinel (`args: ['--sentinel']`) needs one: it rewrites its config file as it learns.
    */
   config?: string;
+  /**
+   * AOF on, fsynced before every reply (`--appendfsync always`), in one data dir kept across
+   * restart() and kill9(): a restarted server has every write it acknowledged (a restart without
+   * persistence loses locks by design). stop() removes the dir. Default: no persistence, and every
+   * incarnation starts empty.
+   */
+  persistent?: boolean;
 }
 
 /** "A Redis" for suites that need no fault injection: a started process or an external REDIS_URL. */
@@ -85,6 +92,8 @@ export class RedisProcess implements SharedRedis {
     readonly port: number,
     private readonly extraArgs: readonly string[],
     private readonly config?: string,
+    /** Set when persistent: the one data dir of every incarnation. */
+    private readonly persistentDir?: string,
   ) {}
 
   /** Starts redis-server and resolves once it answers PING (bounded by 10 s). */
@@ -93,7 +102,8 @@ export class RedisProcess implements SharedRedis {
     let lastError: unknown;
     for (let attempt = 0; attempt < attempts; attempt++) {
       const port = opts.port ?? (await freePort(HOST));
-      const redis = new RedisProcess(port, opts.args ?? [], opts.config);
+      const dir = opts.persistent ? fs.mkdtempSync(path.join(os.tmpdir(), `ndl-redis-${port}-aof-`)) : undefined;
+      const redis = new RedisProcess(port, opts.args ?? [], opts.config, dir);
       try {
         await redis.spawnAndWait();
         return redis;
@@ -181,7 +191,10 @@ export class RedisProcess implements SharedRedis {
     return inc.closed;
   }
 
-  /** Same port, new process, empty keyspace; clients made by client() stay and may reconnect. */
+  /**
+   * Same port, new process; empty keyspace unless started `persistent` (then: what the old one
+   * acknowledged). Clients made by client() stay and may reconnect.
+   */
   async restart(): Promise<void> {
     if (this.stopping) throw new Error(`redis-server on port ${this.port} was stopped; start a new one`);
     const old = this.current;
@@ -194,6 +207,7 @@ export class RedisProcess implements SharedRedis {
     this.stopping ??= (async () => {
       await this.clients.closeAll();
       if (this.current) await stopIncarnation(this.current);
+      if (this.persistentDir) fs.rmSync(this.persistentDir, { recursive: true, force: true });
     })();
     return this.stopping;
   }
@@ -210,7 +224,7 @@ export class RedisProcess implements SharedRedis {
   }
 
   private async spawnAndWait(): Promise<void> {
-    const inc = spawnRedis(this.port, this.extraArgs, this.config);
+    const inc = spawnRedis(this.port, this.extraArgs, this.config, this.persistentDir);
     this.current = inc;
     try {
       await waitForPing(
@@ -256,9 +270,9 @@ class ExternalRedis implements SharedRedis {
   }
 }
 
-function spawnRedis(port: number, extraArgs: readonly string[], config?: string): Incarnation {
+function spawnRedis(port: number, extraArgs: readonly string[], config?: string, persistentDir?: string): Incarnation {
   // A fresh dir per process: "restarted empty" must mean empty even if some option enables persistence.
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ndl-redis-${port}-`));
+  const dir = persistentDir ?? fs.mkdtempSync(path.join(os.tmpdir(), `ndl-redis-${port}-`));
   const configFile: string[] = [];
   if (config !== undefined) {
     // redis-server only takes a config file as its first argument.
@@ -275,6 +289,7 @@ function spawnRedis(port: number, extraArgs: readonly string[], config?: string)
     // DEBUG SLEEP is how the slow-Redis tests (T5) stall the server from inside.
     '--enable-debug-command', 'local',
     '--dir', dir,
+    ...(persistentDir ? ['--appendonly', 'yes', '--appendfsync', 'always'] : []),
     ...extraArgs,
   ];
   const child = spawn(redisServerBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -297,7 +312,8 @@ function spawnRedis(port: number, extraArgs: readonly string[], config?: string)
   // 'close' (not 'exit'): the stdio pipes are closed too, so nothing is left for --detectOpenHandles.
   child.once('close', (code, signal) => {
     inc.exit ??= { code, signal };
-    fs.rmSync(dir, { recursive: true, force: true });
+    // A persistent dir outlives the process (the next incarnation loads it); stop() removes it.
+    if (!persistentDir) fs.rmSync(dir, { recursive: true, force: true });
     resolveClosed(inc.exit);
   });
   return inc;

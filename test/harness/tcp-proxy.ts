@@ -1,23 +1,45 @@
 /**
  * Network faults between the library and Redis without root or `tc netem` (unavailable here):
  * point the client at the proxy and add latency, drop traffic, or reset connections.
+ *
+ * Jitter (a random delay per chunk, drawn for each connection and direction separately) keeps the
+ * byte order within a connection, like TCP, but not across connections: a client's pub/sub
+ * messages (one connection) and its command replies (another) reach it reordered relative to each
+ * other, as they can on a real network. stats() shows that it happened.
  */
 import * as net from 'net';
+
+/** What the proxy did to the traffic, so a test can prove its fault fired. */
+export interface ProxyStats {
+  /** Chunks forwarded, both directions, all connections. */
+  chunks: number;
+  /** Sum and maximum of the delay added to a chunk (due time minus arrival, ms). */
+  addedMs: number;
+  maxAddedMs: number;
+  /** Chunks forwarded after a chunk that arrived later on another connection or direction. */
+  overtaken: number;
+  /** Connections recognised as pub/sub subscribers (they sent SUBSCRIBE). */
+  subscribers: number;
+}
 
 /**
  * Bytes waiting to be forwarded in one direction. A FIFO drained by one timer for its head keeps
  * them in order even when the delay is lowered while chunks are queued.
  */
 class Pipe {
-  private readonly queue: Array<{ due: number; chunk: Buffer }> = [];
+  private readonly queue: Array<{ due: number; chunk: Buffer; seq: number }> = [];
   private timer?: NodeJS.Timeout;
   private ending = false;
+  /** Due time of the last chunk queued: a later chunk is never due before it (byte order). */
+  private lastDue = 0;
   /** Set once a chunk was dropped: the byte stream through this pair is no longer trustworthy. */
   dropped = false;
 
   constructor(
     private readonly proxy: TcpProxy,
     private readonly to: net.Socket,
+    /** True for the direction that carries pub/sub messages to a subscriber (the subscriber delay applies). */
+    private readonly carriesPubSub: () => boolean,
   ) {}
 
   push(chunk: Buffer): void {
@@ -25,7 +47,12 @@ class Pipe {
       this.dropped = true;
       return;
     }
-    this.queue.push({ due: Date.now() + this.proxy.delayMs(), chunk });
+    const now = Date.now();
+    const extra = this.carriesPubSub() ? this.proxy.subscriberDelayMs() : 0;
+    const due = Math.max(this.lastDue, now + this.proxy.delayMs() + this.proxy.jitterSample() + extra);
+    this.lastDue = due;
+    this.proxy.noteQueued(due - now);
+    this.queue.push({ due, chunk, seq: this.proxy.nextSeq() });
     this.pump();
   }
 
@@ -56,7 +83,10 @@ class Pipe {
       }
       this.queue.shift();
       if (this.proxy.isBlackholed()) this.dropped = true;
-      else if (!this.to.destroyed) this.to.write(head.chunk);
+      else if (!this.to.destroyed) {
+        this.proxy.noteForwarded(head.seq);
+        this.to.write(head.chunk);
+      }
     }
     // While blackholed even the FIN is held back; blackhole(false) kicks every pipe again.
     if (this.ending && !this.proxy.isBlackholed() && !this.to.destroyed) this.to.end();
@@ -64,6 +94,10 @@ class Pipe {
 }
 
 interface Pair {
+  /** Set once the client sent SUBSCRIBE on it: this connection carries pub/sub messages. */
+  subscriber: boolean;
+  /** Client chunks inspected for SUBSCRIBE so far (only the first few are: the handshake). */
+  sniffed: number;
   client: net.Socket;
   upstream: net.Socket;
   toUpstream: Pipe;
@@ -80,10 +114,19 @@ function reset(socket: net.Socket): void {
   }
 }
 
+/** A SUBSCRIBE comes right after the connection's handshake (ioredis: INFO, maybe SELECT/CLIENT). */
+const SNIFF_CHUNKS = 4;
+const SUBSCRIBE = /subscribe/i;
+
 export class TcpProxy {
   private readonly pairs = new Set<Pair>();
   private delay = 0;
+  private jitter = 0;
+  private subscriberDelay = 0;
   private holed = false;
+  private seq = 0;
+  private maxForwardedSeq = 0;
+  private readonly counters: ProxyStats = { chunks: 0, addedMs: 0, maxAddedMs: 0, overtaken: 0, subscribers: 0 };
   private stopping?: Promise<void>;
 
   private constructor(
@@ -120,6 +163,28 @@ export class TcpProxy {
   /** Every chunk, both directions, is forwarded `ms` after it arrived (order kept per direction). */
   setDelay(ms: number): void {
     this.delay = Math.max(0, ms);
+  }
+
+  /**
+   * Adds a random delay, uniform in [0, ms), to every chunk, drawn per chunk, so each connection and
+   * direction gets its own delays. Order within one direction of one connection is kept (a chunk is
+   * never due before the one queued ahead of it); order across connections is not.
+   */
+  setJitter(ms: number): void {
+    this.jitter = Math.max(0, ms);
+  }
+
+  /**
+   * Extra delay for what Redis sends on subscriber connections (pub/sub messages), on top of the
+   * other delays: a slow pub/sub path while command replies stay fast.
+   */
+  setSubscriberDelay(ms: number): void {
+    this.subscriberDelay = Math.max(0, ms);
+  }
+
+  /** Counters since start (a copy). */
+  stats(): ProxyStats {
+    return { ...this.counters };
   }
 
   /**
@@ -165,6 +230,34 @@ export class TcpProxy {
     return this.delay;
   }
 
+  /** @internal used by Pipe */
+  jitterSample(): number {
+    return this.jitter > 0 ? Math.random() * this.jitter : 0;
+  }
+
+  /** @internal used by Pipe */
+  subscriberDelayMs(): number {
+    return this.subscriberDelay;
+  }
+
+  /** @internal used by Pipe: one sequence over every pipe, in arrival order. */
+  nextSeq(): number {
+    return ++this.seq;
+  }
+
+  /** @internal used by Pipe */
+  noteQueued(addedMs: number): void {
+    this.counters.addedMs += addedMs;
+    if (addedMs > this.counters.maxAddedMs) this.counters.maxAddedMs = addedMs;
+  }
+
+  /** @internal used by Pipe: a chunk leaves; it was overtaken if one that arrived after it already left. */
+  noteForwarded(seq: number): void {
+    this.counters.chunks++;
+    if (seq < this.maxForwardedSeq) this.counters.overtaken++;
+    else this.maxForwardedSeq = seq;
+  }
+
   private accept(client: net.Socket): void {
     if (this.stopping) {
       client.destroy();
@@ -174,13 +267,24 @@ export class TcpProxy {
     client.setNoDelay(true);
     upstream.setNoDelay(true);
     const pair: Pair = {
+      subscriber: false,
+      sniffed: 0,
       client,
       upstream,
-      toUpstream: new Pipe(this, upstream),
-      toClient: new Pipe(this, client),
+      toUpstream: new Pipe(this, upstream, () => false),
+      toClient: new Pipe(this, client, () => pair.subscriber),
     };
     this.pairs.add(pair);
-    client.on('data', (chunk: Buffer) => pair.toUpstream.push(chunk));
+    client.on('data', (chunk: Buffer) => {
+      if (!pair.subscriber && pair.sniffed < SNIFF_CHUNKS) {
+        pair.sniffed++;
+        if (SUBSCRIBE.test(chunk.toString('latin1'))) {
+          pair.subscriber = true;
+          this.counters.subscribers++;
+        }
+      }
+      pair.toUpstream.push(chunk);
+    });
     upstream.on('data', (chunk: Buffer) => pair.toClient.push(chunk));
     // Errors (ECONNREFUSED upstream, ECONNRESET) are the faults under test, not harness failures;
     // 'close' below carries them to the other side.
