@@ -368,7 +368,12 @@ describe('LockService against a real redis-server', () => {
       expect(waited).toBeLessThan(1_000);
       await sleep(50);
       expect(await client.llen('test:{busy:5}:q')).toBe(0);
-      await lock.release();
+      // The waiter's clean-up took only its own place: the holder still holds, and its release finds
+      // its own token and frees the key (nothing was handed to the waiter that gave up).
+      expect(await client.get('test:{busy:5}')).toBe(lock.token);
+      expect(lock.isHeld()).toBe(true);
+      expect(await lock.release()).toBe(true);
+      expect(await client.exists('test:{busy:5}')).toBe(0);
     });
   });
 
@@ -539,16 +544,23 @@ describe('LockService against a real redis-server', () => {
   describe('validity is counted from the start of the successful attempt', () => {
     // DEBUG SLEEP needs a server we started (--enable-debug-command); an external REDIS_URL may refuse it.
     const ownServer = () => !process.env.REDIS_URL;
-    (ownServer() ? it : it.skip)('an acquire answered after its lease ran out is reported as a connection problem, never as success', async () => {
-      const locks = await pool.make({ ttl: 150, commandTimeout: 2_000 });
+    (ownServer() ? it : it.skip)('an acquire answered after its lease ran out is reported as a connection problem, never as success, and given back at once', async () => {
+      const TTL = 600;
+      const locks = await pool.make({ ttl: TTL, commandTimeout: 2_000 });
+      const fenceBefore = Number((await client.get('test:{slow:1}:f')) ?? '0');
       const sleeper = redis.client();
-      void sleeper.call('DEBUG', 'SLEEP', '0.4').catch(() => undefined);
+      await sleeper.ping(); // connected: the DEBUG SLEEP goes out at once and reaches Redis before our acquire
+      void sleeper.call('DEBUG', 'SLEEP', '0.8').catch(() => undefined);
       await sleep(20);
       const error = await locks.acquire('slow:1').catch((e) => e);
+      const rejectedAt = performance.now();
       expect(error).toBeInstanceOf(LockConnectionError);
-      expect(error.message).toMatch(/beyond its 150 ms lease/);
-      await sleep(200);
-      expect(await client.exists('test:{slow:1}')).toBe(0);
+      expect(error.message).toMatch(/beyond its 600 ms lease/);
+      // The attempt did take the key once Redis woke (the fence moved), with a fresh PX 600 by Redis'
+      // clock: left alone, the key would stay about TTL longer. Given back means gone well before that.
+      expect(Number(await client.get('test:{slow:1}:f'))).toBeGreaterThan(fenceBefore);
+      expect(await pollUntil(async () => (await client.exists('test:{slow:1}')) === 0, TTL / 3, 2)).toBe(true);
+      expect(performance.now() - rejectedAt).toBeLessThan(TTL / 2);
     });
   });
 
