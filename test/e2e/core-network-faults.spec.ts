@@ -2,6 +2,8 @@
  * T8 — latency and partition between the library and Redis, provoked with the harness TCP proxy
  * (no root and no `tc netem` needed): 200 ms each way under contention, a blackhole during
  * release and during hold, and a connection reset while an acquire is on the wire in a busy queue.
+ * As root, also a real partition: Redis in a network namespace behind a veth pair, cut with
+ * iptables DROP (silence) and REJECT (TCP resets) inside that namespace.
  *
  * Every case first proves the fault fired (measured latency, the key still in Redis after a
  * "failed" release, a renewal that could not get through, an acquire still pending at the reset),
@@ -9,12 +11,12 @@
  * LockConnectionError (never "busy"), the key free within TTL, no unhandled rejection, and the
  * library usable again once the network is.
  */
-import { execFileSync } from 'child_process';
 import * as path from 'path';
 import type Redis from 'ioredis';
 import { DistributedLockModuleOptions, Lock, LockBusyError, LockConnectionError, LockLostError, LockService, LockTimeoutError } from '../../lib';
 import { checkHistory, Section } from '../harness/history';
 import { RedisProcess, killSurvivors } from '../harness/redis-process';
+import { NetnsRedis, netnsUnavailable } from '../harness/netns-redis';
 import { TcpProxy } from '../harness/tcp-proxy';
 import { startWorker, WorkerHandle } from '../harness/worker-process';
 import { enterOrder, longestRun } from './workers/support/fairness';
@@ -292,30 +294,124 @@ describe('T8 latency and partition between the library and Redis', () => {
     expect(await calls.track('release after the reset', (after.value as Lock).release())).toBe(true);
   });
 
-  describe('iptables DROP inside a network namespace', () => {
+  describe('iptables DROP and REJECT inside a network namespace (Redis behind a veth pair)', () => {
+    const TTL = 2_000;
+    const COMMAND_TIMEOUT = 500;
     const reason = netnsUnavailable();
-    if (reason) {
-      // eslint-disable-next-line jest/no-disabled-tests
-      it.skip(`blackholed release with iptables DROP (skipped: ${reason})`, () => undefined);
-      console.log(`T8 netns/iptables case skipped: ${reason}`);
-    } else {
-      it.skip('blackholed release with iptables DROP (not implemented yet; the TCP proxy covers the same case)', () => undefined);
+    if (reason) console.log(`T8 iptables cases skipped: ${reason}`);
+    const netnsIt = reason ? it.skip : it;
+    let netns: NetnsRedis | undefined;
+    /** Watches the keys through the partition: its connection is spared by the rules. */
+    let probe: Redis;
+
+    beforeAll(async () => {
+      if (reason) return;
+      netns = await NetnsRedis.start();
+      probe = netns.client();
+      await probe.ping();
+    });
+    // Runs before the suite's afterEach: the services then close over a healed network.
+    afterEach(() => netns?.heal());
+    afterAll(() => netns?.stop());
+
+    /** Polls (2 ms) until the key is gone through the probe; resolves with when (hrMs), or undefined. */
+    async function goneAt(key: string, timeoutMs: number): Promise<number | undefined> {
+      return (await pollUntil(async () => (await probe.exists(key)) === 0, timeoutMs, 2)) ? hrMs() : undefined;
     }
+
+    netnsIt(`DROP: the blackholed release fails within commandTimeout, the key lapses ≤ TTL later, and the library works again after the heal`, async () => {
+      const net = netns!;
+      const locks = await makeService(net.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT });
+      const sentAt = hrMs();
+      const lock = await calls.track('acquire', locks.acquire('ipt-drop'));
+      const answeredAt = hrMs();
+
+      const connection = (locks.store.client as Redis).stream;
+      await net.partition('DROP', probe);
+      const partitionedAt = hrMs();
+      const release = await timed(calls.track('release', lock.release()));
+      console.log(`T8 iptables DROP: release settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.message}`);
+      expect(release.error).toBeInstanceOf(LockConnectionError);
+      expect((release.error as LockConnectionError).operation).toBe('release');
+      // It was the bound that ended the call: DROP answers nothing, not even a reset.
+      expect(release.ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT - 5);
+      expect(release.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);
+      // The fault fired: the rule swallowed packets, the delete never reached Redis, nothing renewed the lease.
+      expect(await net.droppedPackets()).toBeGreaterThan(0);
+      expect(await probe.get('t8:{ipt-drop}')).toBe(lock.token);
+      expect(locks.getStats().renewals).toBe(0);
+
+      // The lock is free ≤ TTL after Redis set it (between sentAt and answeredAt), by its TTL alone.
+      const gone = await goneAt('t8:{ipt-drop}', TTL + SLACK);
+      console.log(`T8 iptables DROP: key gone ${gone === undefined ? 'never' : `${(gone - answeredAt).toFixed(1)} ms after the acquire was answered`} (TTL ${TTL})`);
+      expect(gone).toBeDefined();
+      expect(gone! - answeredAt).toBeLessThanOrEqual(TTL + SLACK);
+      expect(gone! - sentAt).toBeGreaterThanOrEqual(TTL - 5);
+      // Someone else holds the key now (set through the spared connection, as another service would).
+      await probe.set('t8:{ipt-drop}', 'next-holder', 'PX', 30_000);
+
+      // Heal. The connection that lost packets flows again at TCP's next retransmission (exponential
+      // backoff from 200 ms: at most about as long after the heal as the partition had lasted), and
+      // the release sent into the blackhole reaches Redis after all, ahead of anything sent after it.
+      await net.heal();
+      const healedAt = hrMs();
+      const partitionMs = healedAt - partitionedAt;
+      const back = await acquireUntilBack(calls, 'acquire after heal', () => locks.acquire('ipt-drop:after', { onBusy: 'throw' }), {
+        since: healedAt,
+        giveUpMs: partitionMs + 2_000,
+      });
+      console.log(`T8 iptables DROP: partition lasted ${partitionMs.toFixed(0)} ms; acquire works again ${back.ms.toFixed(1)} ms after the heal (attempt ${back.attempts})`);
+      expect(back.lock).toBeDefined();
+      expect(back.ms).toBeLessThanOrEqual(partitionMs + 1_000);
+      expect(await calls.track('release after heal', back.lock!.release())).toBe(true);
+      // Same socket throughout (DROP resets nothing), so the release sent into the blackhole reached
+      // Redis before this acquire did. It was owner-checked: it found another owner and deleted nothing.
+      expect((locks.store.client as Redis).stream).toBe(connection);
+      expect(await probe.get('t8:{ipt-drop}')).toBe('next-holder');
+      expect(await probe.del('t8:{ipt-drop}')).toBe(1);
+      expect(await probe.exists('t8:{ipt-drop:after}')).toBe(0);
+    }, 15_000);
+
+    netnsIt('REJECT (TCP reset): the release fails at once with LockConnectionError, calls meanwhile are never "busy", the key lapses ≤ TTL later, the library reconnects after the heal', async () => {
+      const net = netns!;
+      const locks = await makeService(net.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT });
+      const sentAt = hrMs();
+      const lock = await calls.track('acquire', locks.acquire('ipt-reject'));
+      const answeredAt = hrMs();
+
+      await net.partition('REJECT', probe);
+      const release = await timed(calls.track('release', lock.release()));
+      const during = await timed(calls.track('acquire during the partition', locks.acquire('ipt-reject', { onBusy: 'throw' })));
+      console.log(
+        `T8 iptables REJECT: release settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.message}; ` +
+          `an acquire meanwhile after ${during.ms.toFixed(1)} ms: ${(during.error as Error)?.message}`,
+      );
+      expect(release.error).toBeInstanceOf(LockConnectionError);
+      expect((release.error as LockConnectionError).operation).toBe('release');
+      // The reset ended it, long before the bound.
+      expect(release.ms).toBeLessThan(COMMAND_TIMEOUT / 2);
+      expect(during.error).toBeInstanceOf(LockConnectionError);
+      expect(during.error).not.toBeInstanceOf(LockBusyError);
+      expect(during.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);
+      // The fault fired: the rule answered packets with resets, the delete never reached Redis.
+      expect(await net.droppedPackets()).toBeGreaterThan(0);
+      expect(await probe.get('t8:{ipt-reject}')).toBe(lock.token);
+
+      const gone = await goneAt('t8:{ipt-reject}', TTL + SLACK);
+      console.log(`T8 iptables REJECT: key gone ${gone === undefined ? 'never' : `${(gone - answeredAt).toFixed(1)} ms after the acquire was answered`} (TTL ${TTL})`);
+      expect(gone).toBeDefined();
+      expect(gone! - answeredAt).toBeLessThanOrEqual(TTL + SLACK);
+      expect(gone! - sentAt).toBeGreaterThanOrEqual(TTL - 5);
+
+      // Heal: the library reconnects by itself (its retry strategy waits at most 500 ms between attempts).
+      await net.heal();
+      const healedAt = hrMs();
+      const back = await acquireUntilBack(calls, 'acquire after heal', () => locks.acquire('ipt-reject', { onBusy: 'throw' }), { since: healedAt, giveUpMs: 2_000 });
+      console.log(`T8 iptables REJECT: acquire works again ${back.ms.toFixed(1)} ms after the heal (attempt ${back.attempts})`);
+      expect(back.lock).toBeDefined();
+      expect(back.ms).toBeLessThanOrEqual(1_000);
+      expect(back.lock!.fencingToken).toBeGreaterThan(lock.fencingToken);
+      expect(await calls.track('release after heal', back.lock!.release())).toBe(true);
+    }, 15_000);
   });
 });
-
-/** Why the namespace variant cannot run here, or undefined when it could. */
-function netnsUnavailable(): string | undefined {
-  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return 'not root';
-  for (const [bin, args] of [
-    ['ip', ['netns', 'list']],
-    ['iptables', ['--version']],
-  ] as const) {
-    try {
-      execFileSync(bin, [...args], { stdio: 'ignore', timeout: 2_000 });
-    } catch {
-      return `\`${bin} ${args.join(' ')}\` does not work here`;
-    }
-  }
-  return undefined;
-}
