@@ -2,7 +2,10 @@
  * jest globalSetup: fail the whole run up front when redis-server is missing, instead of every
  * suite failing on its own with a spawn ENOENT. libfaketime (only the clock-jump suite needs it)
  * is installed here too when running as root; otherwise that one suite fails with the command.
+ * So is iptables (only the network-faults suite's partition cases need it, with `ip` and root);
+ * without it those cases are skipped and say why.
  */
+import { accessSync, constants } from 'fs';
 // Plain CommonJS on purpose: the same file runs as `npm test`'s pretest without any TS tooling.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureRedisServer } = require('../../scripts/ensure-redis.js') as {
@@ -12,6 +15,23 @@ const { ensureRedisServer } = require('../../scripts/ensure-redis.js') as {
 const { ensureLibfaketime } = require('../../scripts/ensure-faketime.js') as {
   ensureLibfaketime: () => string;
 };
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { ensureDebianPackage } = require('../../scripts/debian-package.js') as {
+  ensureDebianPackage: (spec: { find: () => string | null; pkg: string; notInstalled: string }) => string;
+};
+
+/** iptables lives in sbin, which non-login shells often lack on PATH. */
+function findIptables(): string | null {
+  for (const file of ['/usr/sbin/iptables', '/sbin/iptables', '/usr/bin/iptables']) {
+    try {
+      accessSync(file, constants.X_OK);
+      return file;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
 
 export default async function globalSetup(): Promise<void> {
   try {
@@ -27,5 +47,12 @@ export default async function globalSetup(): Promise<void> {
     ensureLibfaketime();
   } catch {
     // Not fatal for the other suites: core-clock-jump.spec.ts fails on its own, naming the command.
+  }
+  if (typeof process.getuid === 'function' && process.getuid() === 0) {
+    try {
+      ensureDebianPackage({ find: findIptables, pkg: 'iptables', notInstalled: 'iptables is not installed' });
+    } catch {
+      // Not fatal: the iptables cases of core-network-faults.spec.ts skip and print why.
+    }
   }
 }

@@ -27,3 +27,13 @@ export async function commandCalls(client: Redis, command: string): Promise<numb
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Polls `check` every `everyMs` until it returns true or `timeoutMs` passed; returns whether it did. */
+export async function pollUntil(check: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 5): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return true;
+    if (performance.now() >= deadline) return false;
+    await sleep(everyMs);
+  }
+}

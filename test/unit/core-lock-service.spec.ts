@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
 import { LockBusyError, LockConnectionError, LockKeyError, LockLostError, LockOptionsError, LockService, LockTimeoutError, currentLock } from '../../lib';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
-import { ServicePool, commandCalls, sleep } from './core-helpers';
+import { ServicePool, commandCalls, pollUntil, sleep } from './core-helpers';
 
 describe('LockService against a real redis-server', () => {
   let redis: SharedRedis;
@@ -368,7 +368,12 @@ describe('LockService against a real redis-server', () => {
       expect(waited).toBeLessThan(1_000);
       await sleep(50);
       expect(await client.llen('test:{busy:5}:q')).toBe(0);
-      await lock.release();
+      // The waiter's clean-up took only its own place: the holder still holds, and its release finds
+      // its own token and frees the key (nothing was handed to the waiter that gave up).
+      expect(await client.get('test:{busy:5}')).toBe(lock.token);
+      expect(lock.isHeld()).toBe(true);
+      expect(await lock.release()).toBe(true);
+      expect(await client.exists('test:{busy:5}')).toBe(0);
     });
   });
 
@@ -467,21 +472,95 @@ describe('LockService against a real redis-server', () => {
       await Promise.all([run(one, ['x:a', 'x:b']), run(two, ['x:b', 'x:a'])]);
       expect(overlaps).toBe(0);
     });
+
+    /** The token of the one waiter queued on `key` (the multi-key lock's owner token), once it is there. */
+    const queuedToken = async (key: string): Promise<string> => {
+      expect(await pollUntil(async () => (await client.llen(`test:{${key}}:q`)) === 1, 1_000, 2)).toBe(true);
+      return (await client.lrange(`test:{${key}}:q`, 0, 0))[0];
+    };
+
+    it('keep the keys taken first renewed while waiting for a later one, longer than their ttl', async () => {
+      const TTL = 300;
+      const holder = await pool.make();
+      const multi = await pool.make({ ttl: TTL });
+      const third = await pool.make();
+      const b = await holder.acquire('part:b', { ttl: 10_000 });
+      const waiting = multi.acquire(['part:a', 'part:b'], { waitTimeout: 5_000 });
+      waiting.catch(() => undefined); // awaited below; a failed expectation before that must not leave it unhandled
+      const token = await queuedToken('part:b');
+      // part:a is taken (canonical order) and ours while we wait for part:b.
+      expect(await client.get('test:{part:a}')).toBe(token);
+      // Wait over 3 TTLs: part:a must never lapse, and nobody else can take it meanwhile.
+      const until = performance.now() + 3.5 * TTL;
+      let looks = 0;
+      while (performance.now() < until) {
+        expect(await client.get('test:{part:a}')).toBe(token);
+        await sleep(25);
+        looks++;
+      }
+      const other = await third.tryAcquire('part:a');
+      expect(other && `another service took part:a (fence ${other.fencingToken}) from a multi-key lock still waiting`).toBeNull();
+      expect(multi.getStats().renewals).toBeGreaterThanOrEqual(3);
+      expect(await b.release()).toBe(true);
+      const both = await waiting;
+      expect(both.token).toBe(token);
+      expect(both.isHeld()).toBe(true);
+      expect(await client.mget('test:{part:a}', 'test:{part:b}')).toEqual([token, token]);
+      expect(both.fencingTokens.get('part:b')).toBeGreaterThan(b.fencingToken);
+      expect(looks).toBeGreaterThan(10);
+      expect(await both.release()).toBe(true);
+      expect(await client.exists('test:{part:a}', 'test:{part:b}')).toBe(0);
+    });
+
+    it('give the keys taken first back at once when the wait for a later key times out', async () => {
+      const TTL = 600;
+      const WAIT = 900;
+      const holder = await pool.make();
+      const multi = await pool.make({ ttl: TTL });
+      const third = await pool.make();
+      const b = await holder.acquire('tpart:b', { ttl: 10_000 });
+      const started = performance.now();
+      const failing = multi.acquire(['tpart:a', 'tpart:b'], { waitTimeout: WAIT }).catch((e) => e);
+      const token = await queuedToken('tpart:b');
+      expect(await client.get('test:{tpart:a}')).toBe(token);
+      // Still ours past its first TTL (renewed while waiting), shortly before the timeout.
+      await sleep(Math.max(0, started + WAIT - 150 - performance.now()));
+      expect(await client.get('test:{tpart:a}')).toBe(token);
+      const error = await failing;
+      expect(error).toBeInstanceOf(LockTimeoutError);
+      expect(error.key).toBe('tpart:b');
+      // Checked at once: renewed at most TTL / 3 ago, the key would have ~2/3 TTL left had it not been
+      // given back (the acquire waits for that release before it rejects).
+      expect(await client.exists('test:{tpart:a}')).toBe(0);
+      const free = await third.acquire('tpart:a', { onBusy: 'throw' });
+      expect(free.isHeld()).toBe(true);
+      expect(await pollUntil(async () => (await client.llen('test:{tpart:b}:q')) === 0, 200, 2)).toBe(true);
+      expect(await client.get('test:{tpart:b}')).toBe(b.token);
+      expect(await free.release()).toBe(true);
+      expect(await b.release()).toBe(true);
+    });
   });
 
   describe('validity is counted from the start of the successful attempt', () => {
     // DEBUG SLEEP needs a server we started (--enable-debug-command); an external REDIS_URL may refuse it.
     const ownServer = () => !process.env.REDIS_URL;
-    (ownServer() ? it : it.skip)('an acquire answered after its lease ran out is reported as a connection problem, never as success', async () => {
-      const locks = await pool.make({ ttl: 150, commandTimeout: 2_000 });
+    (ownServer() ? it : it.skip)('an acquire answered after its lease ran out is reported as a connection problem, never as success, and given back at once', async () => {
+      const TTL = 600;
+      const locks = await pool.make({ ttl: TTL, commandTimeout: 2_000 });
+      const fenceBefore = Number((await client.get('test:{slow:1}:f')) ?? '0');
       const sleeper = redis.client();
-      void sleeper.call('DEBUG', 'SLEEP', '0.4').catch(() => undefined);
+      await sleeper.ping(); // connected: the DEBUG SLEEP goes out at once and reaches Redis before our acquire
+      void sleeper.call('DEBUG', 'SLEEP', '0.8').catch(() => undefined);
       await sleep(20);
       const error = await locks.acquire('slow:1').catch((e) => e);
+      const rejectedAt = performance.now();
       expect(error).toBeInstanceOf(LockConnectionError);
-      expect(error.message).toMatch(/beyond its 150 ms lease/);
-      await sleep(200);
-      expect(await client.exists('test:{slow:1}')).toBe(0);
+      expect(error.message).toMatch(/beyond its 600 ms lease/);
+      // The attempt did take the key once Redis woke (the fence moved), with a fresh PX 600 by Redis'
+      // clock: left alone, the key would stay about TTL longer. Given back means gone well before that.
+      expect(Number(await client.get('test:{slow:1}:f'))).toBeGreaterThan(fenceBefore);
+      expect(await pollUntil(async () => (await client.exists('test:{slow:1}')) === 0, TTL / 3, 2)).toBe(true);
+      expect(performance.now() - rejectedAt).toBeLessThan(TTL / 2);
     });
   });
 

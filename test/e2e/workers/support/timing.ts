@@ -6,6 +6,11 @@ export const stampMs = (stamp: string): number => Number(BigInt(stamp)) / 1e6;
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Sleeps until performance.now() has passed `at` (a timer alone may fire up to a millisecond early). */
+export async function sleepUntil(at: number): Promise<void> {
+  while (performance.now() <= at) await sleep(Math.max(1, Math.ceil(at - performance.now())));
+}
+
 /** True while a process with this pid exists (signal 0 only checks). */
 export function isAlive(pid: number): boolean {
   try {
@@ -51,4 +56,56 @@ export function abortOf(signal: AbortSignal): Promise<{ at: number; perfAt: numb
     if (signal.aborted) return done();
     signal.addEventListener('abort', done, { once: true });
   });
+}
+
+/**
+ * How late this process runs its timers, measured instead of assumed: a reference chain of 1 ms
+ * timers, each fire stamped with performance.now() (the library's clock). A library timer due at T
+ * runs in the first timers phase of the event loop at or after T, the same phase this chain runs in
+ * whenever it is due (every millisecond), so a gap in the chain that spans T bounds how late that
+ * timer could be. On an idle machine the gaps are ~1 ms; on a loaded one they show the load.
+ */
+export class TimerLateness {
+  private readonly fires: number[] = [];
+  private timer?: NodeJS.Timeout;
+  private running = false;
+
+  start(): this {
+    this.running = true;
+    const tick = () => {
+      this.fires.push(performance.now());
+      if (this.running) this.timer = setTimeout(tick, 1);
+    };
+    this.timer = setTimeout(tick, 1);
+    return this;
+  }
+
+  stop(): void {
+    this.running = false;
+    clearTimeout(this.timer);
+  }
+
+  /**
+   * The longest gap between consecutive fires of the chain over [from, to] (performance.now() ms),
+   * counting the gaps that straddle either end (an unfinished gap counts up to now).
+   */
+  maxGap(from: number, to: number): number {
+    const fires = [...this.fires, performance.now()];
+    let max = 0;
+    for (let i = 1; i < fires.length; i++) {
+      if (fires[i] < from || fires[i - 1] > to) continue;
+      max = Math.max(max, fires[i] - fires[i - 1]);
+    }
+    return max;
+  }
+
+  /**
+   * The latest a timer armed for `due` can have run, by this measurement: `due`, plus the longest gap
+   * of the chain between `due` and `firedAt` (the first timers phase at or after `due` comes no later
+   * than the chain's next fire), plus 2 ms because Node schedules timers in whole milliseconds (a
+   * delay rounded up, a loop clock up to 1 ms coarse). Returns that bound's excess over `due` in ms.
+   */
+  allowedLateness(due: number, firedAt: number): number {
+    return this.maxGap(due, firedAt) + 2;
+  }
 }
