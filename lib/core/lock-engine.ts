@@ -208,7 +208,10 @@ export class LockEngine implements LockRuntime {
     } catch (error) {
       this.countFailure(error);
       this.watchdog.untrack(pending);
-      if (leases.length > 0) await pending.giveBack().catch(() => undefined);
+      // The keys taken so far go back owner-checked. Not awaited: the caller's answer must not wait a
+      // second commandTimeout on a Redis that did not answer the first (the command is already written,
+      // so it still reaches Redis before close() sends QUIT).
+      if (leases.length > 0) void pending.giveBack().catch(() => undefined);
       if (trying && this.shutdown.signal.aborted) return this.leaveDuringClose(trying, pending.token, error);
       this.drain.acquisitionSettled();
       throw error;

@@ -68,7 +68,7 @@ describe('fair queue', () => {
     const blocker = await (await makeService()).acquire('warm-up');
     await expect(service.acquire('warm-up', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
     expect(await blocker.release()).toBe(true);
-    expect((service as unknown as { wakeChannel: { subscribed: boolean } }).wakeChannel.subscribed).toBe(true);
+    expect(service.engine.wakeChannel.subscribed).toBe(true);
     return service;
   }
 
