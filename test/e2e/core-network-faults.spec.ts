@@ -15,70 +15,46 @@ import * as path from 'path';
 import type Redis from 'ioredis';
 import { DistributedLockModuleOptions, Lock, LockBusyError, LockConnectionError, LockLostError, LockService, LockTimeoutError } from '../../lib';
 import { checkHistory, Section } from '../harness/history';
-import { RedisProcess, killSurvivors } from '../harness/redis-process';
 import { NetnsRedis, netnsUnavailable } from '../harness/netns-redis';
 import { TcpProxy } from '../harness/tcp-proxy';
 import { startWorker, WorkerHandle } from '../harness/worker-process';
 import { enterOrder, longestRun } from './workers/support/fairness';
-import { acquireUntilBack, expectCleanClose, expectNothingLeft, finishFaultSuite, startService, UnhandledRejections } from './workers/support/fault-helpers';
-import { SettleTracker } from './workers/support/settle-tracker';
+import { acquireUntilBack, startService, faultSuite } from './workers/support/fault-helpers';
 import { abortOf, hrMs, pollUntil, stampMs, timed, TimerLateness } from './workers/support/timing';
 
 /** Timer lateness and scheduling on a loaded 2-core box. */
 const SLACK = 100;
-const NET_HAMMER = path.join(__dirname, 'workers', 'net-hammer.worker.ts');
+const HAMMER = path.join(__dirname, 'workers', 'hammer.worker.ts');
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 describe('T8 latency and partition between the library and Redis', () => {
-  let redis: RedisProcess;
-  let client: Redis;
-  const unhandled = new UnhandledRejections();
-  let calls: SettleTracker;
-  let services: LockService[];
   let proxies: TcpProxy[];
-  let lateness: TimerLateness | undefined;
   const workers: WorkerHandle[] = [];
-
-  beforeAll(async () => {
-    unhandled.start();
-    redis = await RedisProcess.start();
-    client = redis.client();
+  const suite = faultSuite({
+    // Let the network heal first, so closing services do not wait on a blackhole.
+    heal: () => {
+      for (const proxy of proxies) {
+        proxy.setDelay(0);
+        proxy.blackhole(false);
+      }
+    },
+    afterClose: () => Promise.all(proxies.map((p) => p.stop())).then(() => undefined),
+    beforeFinish: () => Promise.all(workers.map((w) => w.stop())).then(() => undefined),
   });
 
   beforeEach(() => {
-    calls = new SettleTracker();
-    services = [];
     proxies = [];
   });
 
-  afterEach(async () => {
-    lateness?.stop();
-    lateness = undefined;
-    // Let the network heal first, so closing services do not wait on a blackhole.
-    for (const proxy of proxies) {
-      proxy.setDelay(0);
-      proxy.blackhole(false);
-    }
-    await expectCleanClose(calls, services);
-    await Promise.all(proxies.map((p) => p.stop()));
-    expectNothingLeft(calls, unhandled);
-  });
-
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-    await finishFaultSuite(unhandled, redis);
-  });
-  afterAll(() => expect(killSurvivors()).toEqual([]));
-
   async function proxy(): Promise<TcpProxy> {
-    const p = await TcpProxy.start(redis.port);
+    const p = await TcpProxy.start(suite.redis.port);
     proxies.push(p);
     return p;
   }
 
   const makeService = (url: string, options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> =>
-    startService(services, { redis: url, keyPrefix: 't8:', ...options });
+    startService(suite.services, { redis: url, keyPrefix: 't8:', ...options });
 
   it('200 ms each way: 3 processes, each behind its own slow proxy, 0 overlaps, increasing fences, exact counter', async () => {
     const WORKERS = 3;
@@ -87,10 +63,11 @@ describe('T8 latency and partition between the library and Redis', () => {
     const crewProxies = await Promise.all(Array.from({ length: WORKERS }, () => proxy()));
     for (const p of crewProxies) p.setDelay(DELAY);
     const crew = crewProxies.map((p, i) =>
-      startWorker(NET_HAMMER, {
+      startWorker(HAMMER, {
         env: {
           LOCK_URL: p.url,
-          DATA_URL: redis.url,
+          DATA_URL: suite.redis.url,
+          KEY_PREFIX: 't8:',
           WORKER: `w${i}`,
           KEY: 'slow:key',
           COUNTER_KEY: 't8:slow:counter',
@@ -114,7 +91,7 @@ describe('T8 latency and partition between the library and Redis', () => {
     const sections = crew.flatMap((w) => w.lines.filter((l) => l.enterAt !== undefined)) as Array<Section & { acquireStartAt: string; heldAtExit: boolean }>;
     const latencies = sections.map((s) => stampMs(s.acquiredAt!) - stampMs(s.acquireStartAt));
     const report = checkHistory(sections);
-    const counter = Number((await client.get('t8:slow:counter')) ?? '0');
+    const counter = Number((await suite.client.get('t8:slow:counter')) ?? '0');
     const stats = crew.map((w) => w.lines.find((l) => l.done)?.stats);
     console.log(
       `T8 200 ms each way: ${report.sections} sections in ${Math.round(ms)} ms, overlaps ${report.overlaps.length}, ` +
@@ -140,7 +117,7 @@ describe('T8 latency and partition between the library and Redis', () => {
       expect(order.slice(round * WORKERS, (round + 1) * WORKERS).sort()).toEqual(crew.map((_, i) => `w${i}`));
     }
     expect(longestRun(order).length).toBe(1);
-    expect(await client.exists('t8:{slow:key}', 't8:{slow:key}:q', 't8:{slow:key}:w')).toBe(0);
+    expect(await suite.client.exists('t8:{slow:key}', 't8:{slow:key}:q', 't8:{slow:key}:w')).toBe(0);
   }, 40_000);
 
   it('blackholed release: LockConnectionError within commandTimeout; the key stays, then lapses by TTL', async () => {
@@ -149,12 +126,12 @@ describe('T8 latency and partition between the library and Redis', () => {
     const p = await proxy();
     const locks = await makeService(p.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT });
     const sentAt = hrMs();
-    const lock = await calls.track('acquire', locks.acquire('bh-release'));
+    const lock = await suite.calls.track('acquire', locks.acquire('bh-release'));
     // Redis set the key's expiry between these two instants.
     const answeredAt = hrMs();
 
     p.blackhole(true);
-    const release = await timed(calls.track('release', lock.release()));
+    const release = await timed(suite.calls.track('release', lock.release()));
     console.log(`T8 blackholed release settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.name}`);
     expect(release.error).toBeInstanceOf(LockConnectionError);
     expect((release.error as LockConnectionError).operation).toBe('release');
@@ -162,11 +139,11 @@ describe('T8 latency and partition between the library and Redis', () => {
     expect(release.ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT - 5);
     expect(release.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);
     // The fault fired: the delete never reached Redis, and no renewal extended the lease meanwhile.
-    expect(await client.get('t8:{bh-release}')).toBe(lock.token);
-    expect(await client.pttl('t8:{bh-release}')).toBeGreaterThan(0);
+    expect(await suite.client.get('t8:{bh-release}')).toBe(lock.token);
+    expect(await suite.client.pttl('t8:{bh-release}')).toBeGreaterThan(0);
     expect(locks.getStats().renewals).toBe(0);
 
-    expect(await pollUntil(async () => (await client.exists('t8:{bh-release}')) === 0, TTL + SLACK, 2)).toBe(true);
+    expect(await pollUntil(async () => (await suite.client.exists('t8:{bh-release}')) === 0, TTL + SLACK, 2)).toBe(true);
     const goneAt = hrMs();
     console.log(`T8 blackholed release: key gone ${(goneAt - answeredAt).toFixed(1)} ms after the acquire was answered (TTL ${TTL})`);
     expect(goneAt - answeredAt).toBeLessThanOrEqual(TTL + SLACK);
@@ -174,15 +151,15 @@ describe('T8 latency and partition between the library and Redis', () => {
     expect(goneAt - sentAt).toBeGreaterThanOrEqual(TTL - 5);
   });
 
-  it('blackhole during hold: the signal aborts (expired) at the deadline, a direct client gets the key ≤ TTL after the last renewal, and the library recovers', async () => {
+  it('blackhole during hold: the signal aborts (expired) at the deadline, a direct suite.client gets the key ≤ TTL after the last renewal, and the library recovers', async () => {
     const TTL = 1_500;
     const COMMAND_TIMEOUT = 400;
     const p = await proxy();
     const locks = await makeService(p.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT });
-    const direct = await makeService(redis.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT, waitTimeout: 3 * TTL });
-    const lock = await calls.track('acquire', locks.acquire('bh-hold'));
+    const direct = await makeService(suite.redis.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT, waitTimeout: 3 * TTL });
+    const lock = await suite.calls.track('acquire', locks.acquire('bh-hold'));
     const aborted = abortOf(lock.signal);
-    lateness = new TimerLateness().start();
+    suite.lateness = new TimerLateness().start();
     // Cut the network right after a renewal was answered: the next is due a third of a TTL later,
     // so none is on the wire, and Redis' lease runs out at most TTL after this instant.
     expect(await pollUntil(() => locks.getStats().renewals >= 1, TTL, 1)).toBe(true);
@@ -190,17 +167,17 @@ describe('T8 latency and partition between the library and Redis', () => {
     p.blackhole(true);
     const deadline = lock.deadline;
 
-    const other = timed(calls.track('direct acquire', direct.acquire('bh-hold')));
+    const other = timed(suite.calls.track('direct acquire', direct.acquire('bh-hold')));
     const abort = await aborted;
     // How late a timer due at the deadline could run in this process, as measured over that stretch.
-    const allowed = lateness.allowedLateness(deadline, abort.perfAt);
+    const allowed = suite.lateness.allowedLateness(deadline, abort.perfAt);
     const taken = await other;
     const stats = locks.getStats();
     console.log(
       `T8 blackhole during hold: lost ${(abort.at - lastRenewalAt).toFixed(1)} ms after the last renewal, ` +
-        `${(abort.perfAt - deadline).toFixed(1)} ms after its deadline (measured timer lateness allows ${allowed.toFixed(1)} ms; ` +
+        `${(abort.perfAt - deadline).toFixed(1)} ms after its deadline (measured timer suite.lateness allows ${allowed.toFixed(1)} ms; ` +
         `reason ${(abort.reason as LockLostError).reason}), ` +
-        `renewal errors ${stats.renewalErrors}; direct client took the key ${(taken.at - lastRenewalAt).toFixed(1)} ms after the last renewal`,
+        `renewal errors ${stats.renewalErrors}; direct suite.client took the key ${(taken.at - lastRenewalAt).toFixed(1)} ms after the last renewal`,
     );
     // The fault fired: renewals were sent into the blackhole and failed.
     expect(stats.renewalErrors).toBeGreaterThanOrEqual(1);
@@ -211,13 +188,13 @@ describe('T8 latency and partition between the library and Redis', () => {
     expect(abort.perfAt - deadline).toBeGreaterThanOrEqual(0);
     expect(abort.perfAt - deadline).toBeLessThanOrEqual(allowed);
     expect(lock.isHeld()).toBe(false);
-    // ...before anyone else could have the key, and the other client got it as soon as Redis let go.
+    // ...before anyone else could have the key, and the other suite.client got it as soon as Redis let go.
     expect(taken.error).toBeUndefined();
     const next = taken.value as Lock;
     expect(abort.at).toBeLessThanOrEqual(taken.at);
     expect(taken.at - lastRenewalAt).toBeLessThanOrEqual(TTL + SLACK);
     expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
-    expect(await client.get('t8:{bh-hold}')).toBe(next.token);
+    expect(await suite.client.get('t8:{bh-hold}')).toBe(next.token);
 
     // The network comes back: the proxy resets the connections that lost bytes, the library reconnects.
     p.blackhole(false);
@@ -226,37 +203,37 @@ describe('T8 latency and partition between the library and Redis', () => {
       lock: again,
       attempts,
       ms: recoveredMs,
-    } = await acquireUntilBack(calls, 'acquire after heal', () => locks.acquire('bh-hold:after', { onBusy: 'throw' }), { since: healedAt, giveUpMs: 2_000 });
+    } = await acquireUntilBack(suite.calls, 'acquire after heal', () => locks.acquire('bh-hold:after', { onBusy: 'throw' }), { since: healedAt, giveUpMs: 2_000 });
     console.log(`T8 blackhole during hold: acquire through the proxy works again ${recoveredMs.toFixed(1)} ms after the heal (attempt ${attempts})`);
     expect(again).toBeDefined();
     expect(recoveredMs).toBeLessThanOrEqual(1_000);
-    expect(await calls.track('release after heal', again!.release())).toBe(true);
-    expect(await calls.track('release of the lost lock', lock.release())).toBe(false);
-    expect(await calls.track('release direct', next.release())).toBe(true);
+    expect(await suite.calls.track('release after heal', again!.release())).toBe(true);
+    expect(await suite.calls.track('release of the lost lock', lock.release())).toBe(false);
+    expect(await suite.calls.track('release direct', next.release())).toBe(true);
   });
 
   it('connection reset mid-acquire in a busy queue: LockConnectionError at once, and the queue moves on', async () => {
     const WAITER_LEASE = 1_500;
     const DELAY = 300;
     const p = await proxy();
-    const holder = await makeService(redis.url, { ttl: 5_000 });
+    const holder = await makeService(suite.redis.url, { ttl: 5_000 });
     const slow = await makeService(p.url, { ttl: 5_000, commandTimeout: 2_000, waiterLease: WAITER_LEASE, waitTimeout: 10_000 });
-    const other = await makeService(redis.url, { ttl: 5_000, waiterLease: WAITER_LEASE, waitTimeout: 10_000 });
-    const held = await calls.track('holder acquire', holder.acquire('reset'));
+    const other = await makeService(suite.redis.url, { ttl: 5_000, waiterLease: WAITER_LEASE, waitTimeout: 10_000 });
+    const held = await suite.calls.track('holder acquire', holder.acquire('reset'));
     p.setDelay(DELAY);
 
     // The slow waiter's first attempt reaches Redis after DELAY and queues it; its reply is then on its way back.
-    const w1 = timed(calls.track('waiter behind the proxy', slow.acquire('reset')));
-    expect(await pollUntil(async () => (await client.llen('t8:{reset}:q')) === 1, 2 * DELAY, 2)).toBe(true);
-    const w2 = timed(calls.track('direct waiter', other.acquire('reset')));
-    expect(await pollUntil(async () => (await client.llen('t8:{reset}:q')) === 2, 2 * DELAY, 2)).toBe(true);
+    const w1 = timed(suite.calls.track('waiter behind the proxy', slow.acquire('reset')));
+    expect(await pollUntil(async () => (await suite.client.llen('t8:{reset}:q')) === 1, 2 * DELAY, 2)).toBe(true);
+    const w2 = timed(suite.calls.track('direct waiter', other.acquire('reset')));
+    expect(await pollUntil(async () => (await suite.client.llen('t8:{reset}:q')) === 2, 2 * DELAY, 2)).toBe(true);
     // The fault hits an acquire that is still on the wire (its reply is due DELAY after it was queued).
-    expect(calls.pending()).toContain('waiter behind the proxy');
+    expect(suite.calls.pending()).toContain('waiter behind the proxy');
     const resetAt = hrMs();
     p.resetAll();
 
     const first = await w1;
-    const queueAfter = await client.lrange('t8:{reset}:q', 0, -1);
+    const queueAfter = await suite.client.lrange('t8:{reset}:q', 0, -1);
     console.log(
       `T8 reset mid-acquire: the waiter settled ${(first.at - resetAt).toFixed(1)} ms after the reset: ${(first.error as Error)?.name}; ` +
         `queue after the reset: ${queueAfter.length} entries`,
@@ -270,7 +247,7 @@ describe('T8 latency and partition between the library and Redis', () => {
     // The holder leaves; the other waiter must still get the lock, at worst once the reset waiter's
     // place lapsed (it could not take it back: its connection was gone).
     const releasedAt = hrMs();
-    expect(await calls.track('holder release', held.release())).toBe(true);
+    expect(await suite.calls.track('holder release', held.release())).toBe(true);
     const second = await w2;
     console.log(
       `T8 reset mid-acquire: the other waiter got the lock ${(second.at - releasedAt).toFixed(1)} ms after the release ` +
@@ -279,19 +256,19 @@ describe('T8 latency and partition between the library and Redis', () => {
     expect(second.error).toBeUndefined();
     const lock = second.value as Lock;
     expect(lock.isHeld()).toBe(true);
-    expect(await client.get('t8:{reset}')).toBe(lock.token);
+    expect(await suite.client.get('t8:{reset}')).toBe(lock.token);
     // The reset waiter's place was taken by its attempt no later than the reset, lapses waiterLease
     // after, and the other waiter looks again every third of its own waiterLease (two timer hops: 2 × slack).
     expect(second.at - resetAt).toBeLessThanOrEqual(WAITER_LEASE + WAITER_LEASE / 3 + 2 * SLACK);
-    expect(await client.llen('t8:{reset}:q')).toBe(0);
-    expect(await calls.track('release', lock.release())).toBe(true);
+    expect(await suite.client.llen('t8:{reset}:q')).toBe(0);
+    expect(await suite.calls.track('release', lock.release())).toBe(true);
 
     // The library behind the proxy reconnected by itself.
     p.setDelay(0);
-    const after = await timed(calls.track('acquire after the reset', slow.acquire('reset:after', { onBusy: 'throw' })));
+    const after = await timed(suite.calls.track('acquire after the reset', slow.acquire('reset:after', { onBusy: 'throw' })));
     expect(after.error).toBeUndefined();
     expect(after.ms).toBeLessThanOrEqual(1_000);
-    expect(await calls.track('release after the reset', (after.value as Lock).release())).toBe(true);
+    expect(await suite.calls.track('release after the reset', (after.value as Lock).release())).toBe(true);
   });
 
   describe('iptables DROP and REJECT inside a network namespace (Redis behind a veth pair)', () => {
@@ -310,7 +287,7 @@ describe('T8 latency and partition between the library and Redis', () => {
       probe = netns.client();
       await probe.ping();
     });
-    // Runs before the suite's afterEach: the services then close over a healed network.
+    // Runs before the suite's afterEach: the suite.services then close over a healed network.
     afterEach(() => netns?.heal());
     afterAll(() => netns?.stop());
 
@@ -323,13 +300,13 @@ describe('T8 latency and partition between the library and Redis', () => {
       const net = netns!;
       const locks = await makeService(net.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT });
       const sentAt = hrMs();
-      const lock = await calls.track('acquire', locks.acquire('ipt-drop'));
+      const lock = await suite.calls.track('acquire', locks.acquire('ipt-drop'));
       const answeredAt = hrMs();
 
       const connection = (locks.engine.store.client as Redis).stream;
       await net.partition('DROP', probe);
       const partitionedAt = hrMs();
-      const release = await timed(calls.track('release', lock.release()));
+      const release = await timed(suite.calls.track('release', lock.release()));
       console.log(`T8 iptables DROP: release settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.message}`);
       expect(release.error).toBeInstanceOf(LockConnectionError);
       expect((release.error as LockConnectionError).operation).toBe('release');
@@ -356,14 +333,14 @@ describe('T8 latency and partition between the library and Redis', () => {
       await net.heal();
       const healedAt = hrMs();
       const partitionMs = healedAt - partitionedAt;
-      const back = await acquireUntilBack(calls, 'acquire after heal', () => locks.acquire('ipt-drop:after', { onBusy: 'throw' }), {
+      const back = await acquireUntilBack(suite.calls, 'acquire after heal', () => locks.acquire('ipt-drop:after', { onBusy: 'throw' }), {
         since: healedAt,
         giveUpMs: partitionMs + 2_000,
       });
       console.log(`T8 iptables DROP: partition lasted ${partitionMs.toFixed(0)} ms; acquire works again ${back.ms.toFixed(1)} ms after the heal (attempt ${back.attempts})`);
       expect(back.lock).toBeDefined();
       expect(back.ms).toBeLessThanOrEqual(partitionMs + 1_000);
-      expect(await calls.track('release after heal', back.lock!.release())).toBe(true);
+      expect(await suite.calls.track('release after heal', back.lock!.release())).toBe(true);
       // Same socket throughout (DROP resets nothing), so the release sent into the blackhole reached
       // Redis before this acquire did. It was owner-checked: it found another owner and deleted nothing.
       expect((locks.engine.store.client as Redis).stream).toBe(connection);
@@ -372,16 +349,16 @@ describe('T8 latency and partition between the library and Redis', () => {
       expect(await probe.exists('t8:{ipt-drop:after}')).toBe(0);
     }, 15_000);
 
-    netnsIt('REJECT (TCP reset): the release fails at once with LockConnectionError, calls meanwhile are never "busy", the key lapses ≤ TTL later, the library reconnects after the heal', async () => {
+    netnsIt('REJECT (TCP reset): the release fails at once with LockConnectionError, suite.calls meanwhile are never "busy", the key lapses ≤ TTL later, the library reconnects after the heal', async () => {
       const net = netns!;
       const locks = await makeService(net.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT });
       const sentAt = hrMs();
-      const lock = await calls.track('acquire', locks.acquire('ipt-reject'));
+      const lock = await suite.calls.track('acquire', locks.acquire('ipt-reject'));
       const answeredAt = hrMs();
 
       await net.partition('REJECT', probe);
-      const release = await timed(calls.track('release', lock.release()));
-      const during = await timed(calls.track('acquire during the partition', locks.acquire('ipt-reject', { onBusy: 'throw' })));
+      const release = await timed(suite.calls.track('release', lock.release()));
+      const during = await timed(suite.calls.track('acquire during the partition', locks.acquire('ipt-reject', { onBusy: 'throw' })));
       console.log(
         `T8 iptables REJECT: release settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.message}; ` +
           `an acquire meanwhile after ${during.ms.toFixed(1)} ms: ${(during.error as Error)?.message}`,
@@ -406,12 +383,12 @@ describe('T8 latency and partition between the library and Redis', () => {
       // Heal: the library reconnects by itself (its retry strategy waits at most 500 ms between attempts).
       await net.heal();
       const healedAt = hrMs();
-      const back = await acquireUntilBack(calls, 'acquire after heal', () => locks.acquire('ipt-reject', { onBusy: 'throw' }), { since: healedAt, giveUpMs: 2_000 });
+      const back = await acquireUntilBack(suite.calls, 'acquire after heal', () => locks.acquire('ipt-reject', { onBusy: 'throw' }), { since: healedAt, giveUpMs: 2_000 });
       console.log(`T8 iptables REJECT: acquire works again ${back.ms.toFixed(1)} ms after the heal (attempt ${back.attempts})`);
       expect(back.lock).toBeDefined();
       expect(back.ms).toBeLessThanOrEqual(1_000);
       expect(back.lock!.fencingToken).toBeGreaterThan(lock.fencingToken);
-      expect(await calls.track('release after heal', back.lock!.release())).toBe(true);
+      expect(await suite.calls.track('release after heal', back.lock!.release())).toBe(true);
     }, 15_000);
   });
 });

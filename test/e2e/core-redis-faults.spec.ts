@@ -11,9 +11,7 @@
 import type Redis from 'ioredis';
 import { DistributedLockModuleOptions, Lock, LockConnectionError, LockLostError, LockService } from '../../lib';
 import { pingOnce } from '../harness/redis-ping';
-import { RedisProcess, killSurvivors } from '../harness/redis-process';
-import { acquireUntilBack, expectCleanClose, expectNothingLeft, finishFaultSuite, startService, UnhandledRejections } from './workers/support/fault-helpers';
-import { SettleTracker } from './workers/support/settle-tracker';
+import { acquireUntilBack, startService, faultSuite } from './workers/support/fault-helpers';
 import { abortOf, hrMs, isAlive, pollUntil, sleep, sleepUntil, timed, TimerLateness } from './workers/support/timing';
 
 const COMMAND_TIMEOUT = 300;
@@ -22,56 +20,34 @@ const SLACK = 100;
 const SHUTDOWN_TIMEOUT = 1_000;
 
 describe('T4 Redis stopped, frozen and restarted under the lock', () => {
-  let redis: RedisProcess;
-  let client: Redis;
-  const unhandled = new UnhandledRejections();
-  let calls: SettleTracker;
-  let services: LockService[];
-  let lateness: TimerLateness | undefined;
-
-  beforeAll(async () => {
-    unhandled.start();
-    redis = await RedisProcess.start();
-    client = redis.client();
-  });
-
-  beforeEach(() => {
-    calls = new SettleTracker();
-    services = [];
-  });
-
-  afterEach(async () => {
-    lateness?.stop();
-    lateness = undefined;
+  const suite = faultSuite({
     // Whatever a case did to the server, the next one starts with a running, responsive Redis.
-    try {
-      redis.resume();
-    } catch {
-      // killed (and not restarted) by the case
-    }
-    if (!(await pingOnce(redis.port, redis.host, 200))) await redis.restart();
+    heal: async ({ redis }) => {
+      try {
+        redis.resume();
+      } catch {
+        // killed (and not restarted) by the case
+      }
+      if (!(await pingOnce(redis.port, redis.host, 200))) await redis.restart();
+    },
     // Every service closes cleanly and promptly, and no library call is left hanging.
-    await expectCleanClose(calls, services, SHUTDOWN_TIMEOUT + SLACK);
-    expectNothingLeft(calls, unhandled);
+    closeWithinMs: SHUTDOWN_TIMEOUT + SLACK,
   });
-
-  afterAll(() => finishFaultSuite(unhandled, redis));
-  afterAll(() => expect(killSurvivors()).toEqual([]));
 
   const makeService = (options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> =>
-    startService(services, { redis: redis.url, keyPrefix: 't4:', commandTimeout: COMMAND_TIMEOUT, shutdownTimeout: SHUTDOWN_TIMEOUT, ...options });
+    startService(suite.services, { redis: suite.redis.url, keyPrefix: 't4:', commandTimeout: COMMAND_TIMEOUT, shutdownTimeout: SHUTDOWN_TIMEOUT, ...options });
 
   async function expectFrozen(): Promise<void> {
-    expect(await pingOnce(redis.port, redis.host, 150)).toBe(false);
-    expect(isAlive(redis.pid)).toBe(true);
+    expect(await pingOnce(suite.redis.port, suite.redis.host, 150)).toBe(false);
+    expect(isAlive(suite.redis.pid)).toBe(true);
   }
 
   it('(a) Redis frozen during acquire: LockConnectionError within commandTimeout, and the attempt leaves nothing behind', async () => {
     const locks = await makeService({ ttl: 2_000 });
-    redis.pause();
+    suite.redis.pause();
     await expectFrozen();
 
-    const attempt = await timed(calls.track('acquire', locks.acquire('a:key')));
+    const attempt = await timed(suite.calls.track('acquire', locks.acquire('a:key')));
     console.log(`T4 (a) acquire on a frozen Redis settled after ${attempt.ms.toFixed(1)} ms: ${(attempt.error as Error)?.name}`);
     expect(attempt.error).toBeInstanceOf(LockConnectionError);
     expect((attempt.error as LockConnectionError).operation).toBe('acquire');
@@ -79,27 +55,27 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
     expect(attempt.ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT - 5);
     expect(attempt.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);
 
-    redis.resume();
+    suite.redis.resume();
     // The unanswered attempt reaches Redis after the thaw, followed by the library's clean-up: no
     // lock for nobody, no queue entry.
-    expect(await pollUntil(async () => (await client.exists('t4:{a:key}', 't4:{a:key}:q', 't4:{a:key}:w')) === 0, 1_000)).toBe(true);
-    const lock = await calls.track('acquire after thaw', locks.acquire('a:key'));
-    expect(await calls.track('release after thaw', lock.release())).toBe(true);
+    expect(await pollUntil(async () => (await suite.client.exists('t4:{a:key}', 't4:{a:key}:q', 't4:{a:key}:w')) === 0, 1_000)).toBe(true);
+    const lock = await suite.calls.track('acquire after thaw', locks.acquire('a:key'));
+    expect(await suite.calls.track('release after thaw', lock.release())).toBe(true);
   });
 
   it('(b) Redis frozen during hold: renewals fail, the signal aborts with LockLostError by the lease deadline, no unhandled rejection', async () => {
     const TTL = 1_000;
     const lost: Array<{ lock: Lock; error: LockLostError }> = [];
     const locks = await makeService({ ttl: TTL, onLockLost: (lock, error) => lost.push({ lock, error }) });
-    const lock = await calls.track('acquire', locks.acquire('b:key'));
+    const lock = await suite.calls.track('acquire', locks.acquire('b:key'));
     const aborted = abortOf(lock.signal);
-    lateness = new TimerLateness().start();
+    suite.lateness = new TimerLateness().start();
     // One renewal succeeds first, so the frozen server interrupts a watchdog already at work.
     expect(await pollUntil(() => locks.getStats().renewals >= 1, TTL)).toBe(true);
 
     const pausedAt = hrMs();
     const pausedAtPerf = performance.now();
-    redis.pause();
+    suite.redis.pause();
     await expectFrozen();
     // No renewal can succeed from here on, so this is the deadline the library must honour
     // (monotonic ms; reading it has no side effect).
@@ -108,11 +84,11 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
     const afterPause = abort.at - pausedAt;
     const afterDeadline = abort.perfAt - deadline;
     // How late a timer due at the deadline could run in this process, as measured over that stretch.
-    const allowed = lateness.allowedLateness(deadline, abort.perfAt);
+    const allowed = suite.lateness.allowedLateness(deadline, abort.perfAt);
     const stats = locks.getStats();
     console.log(
       `T4 (b) lease lost ${afterPause.toFixed(1)} ms after the freeze (TTL ${TTL}), ${afterDeadline.toFixed(1)} ms after its deadline ` +
-        `(measured timer lateness allows ${allowed.toFixed(1)} ms), reason ${(abort.reason as LockLostError).reason}, renewal errors ${stats.renewalErrors}`,
+        `(measured timer suite.lateness allows ${allowed.toFixed(1)} ms), reason ${(abort.reason as LockLostError).reason}, renewal errors ${stats.renewalErrors}`,
     );
     expect(abort.reason).toBeInstanceOf(LockLostError);
     expect((abort.reason as LockLostError).reason).toBe('expired');
@@ -132,30 +108,30 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
     expect(lock.isHeld()).toBe(false);
 
     const sentBeforeLoss = stats.renewals + stats.renewalErrors;
-    redis.resume();
+    suite.redis.resume();
     const thawedAt = hrMs();
     // Renewals sent before the loss wait in the frozen server's socket and run on the thaw; one that
     // lands just before Redis' own expiry may extend the key once more (owner-checked, so for our
     // token only and by one TTL at most). Nothing is sent after the loss, so the key is gone within
     // one TTL of the thaw and nobody waits longer than that.
-    expect(await pollUntil(async () => (await client.exists('t4:{b:key}')) === 0, TTL + SLACK)).toBe(true);
+    expect(await pollUntil(async () => (await suite.client.exists('t4:{b:key}')) === 0, TTL + SLACK)).toBe(true);
     console.log(`T4 (b) key gone ${(hrMs() - thawedAt).toFixed(1)} ms after the thaw`);
     const after = locks.getStats();
     expect(after.renewals + after.renewalErrors).toBe(sentBeforeLoss);
-    expect(await calls.track('release of the lost lock', lock.release())).toBe(false);
+    expect(await suite.calls.track('release of the lost lock', lock.release())).toBe(false);
   });
 
   it('(c) Redis frozen during release: LockConnectionError within commandTimeout; the delete still lands after the thaw', async () => {
     const locks = await makeService({ ttl: 5_000 });
-    const lock = await calls.track('acquire', locks.acquire('c:key'));
-    redis.pause();
+    const lock = await suite.calls.track('acquire', locks.acquire('c:key'));
+    suite.redis.pause();
     await expectFrozen();
 
     // Every renewal the watchdog sends goes through here, whether Redis can be reached or not.
     const renewCalls = jest.spyOn(locks.engine.store, 'renewMany');
     // When the watchdog would have renewed this lease next (a third of the TTL after the acquire).
     const nextRenewalAt = Math.max(...lock.leases.map((l) => l.renewAt));
-    const release = await timed(calls.track('release', lock.release()));
+    const release = await timed(suite.calls.track('release', lock.release()));
     console.log(`T4 (c) release on a frozen Redis settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.name}`);
     expect(release.error).toBeInstanceOf(LockConnectionError);
     expect((release.error as LockConnectionError).operation).toBe('release');
@@ -164,8 +140,8 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
     expect(lock.isHeld()).toBe(false);
     const renewalsAtRelease = locks.getStats().renewals;
 
-    redis.resume();
-    expect(await pollUntil(async () => (await client.exists('t4:{c:key}')) === 0, 1_000)).toBe(true);
+    suite.redis.resume();
+    expect(await pollUntil(async () => (await suite.client.exists('t4:{c:key}')) === 0, 1_000)).toBe(true);
     // The watchdog dropped the lock at release: it does not keep renewing a lock whose release failed.
     // Watched until well past the moment its next renewal was due.
     await sleepUntil(nextRenewalAt + 300);
@@ -176,22 +152,22 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
 
   it('(d) Redis killed: acquire, tryAcquire and isLocked fail fast with LockConnectionError, none hangs', async () => {
     const locks = await makeService({ ttl: 2_000 });
-    const warmup = await calls.track('acquire before the kill', locks.acquire('d:key'));
-    expect(await calls.track('release before the kill', warmup.release())).toBe(true);
+    const warmup = await suite.calls.track('acquire before the kill', locks.acquire('d:key'));
+    expect(await suite.calls.track('release before the kill', warmup.release())).toBe(true);
 
-    const pid = redis.pid;
-    const exit = await redis.kill9();
+    const pid = suite.redis.pid;
+    const exit = await suite.redis.kill9();
     expect(exit.signal).toBe('SIGKILL');
     expect(isAlive(pid)).toBe(false);
-    expect(await pingOnce(redis.port, redis.host, 150)).toBe(false);
+    expect(await pingOnce(suite.redis.port, suite.redis.host, 150)).toBe(false);
 
     const results = [
-      await timed(calls.track('acquire', locks.acquire('d:key'))),
-      await timed(calls.track('tryAcquire', locks.tryAcquire('d:key'))),
-      await timed(calls.track('isLocked', locks.isLocked('d:key'))),
-      await timed(calls.track('withLock', locks.withLock('d:key', () => 'ran'))),
+      await timed(suite.calls.track('acquire', locks.acquire('d:key'))),
+      await timed(suite.calls.track('tryAcquire', locks.tryAcquire('d:key'))),
+      await timed(suite.calls.track('isLocked', locks.isLocked('d:key'))),
+      await timed(suite.calls.track('withLock', locks.withLock('d:key', () => 'ran'))),
     ];
-    console.log(`T4 (d) calls on a killed Redis settled after ${results.map((r) => r.ms.toFixed(1)).join(', ')} ms`);
+    console.log(`T4 (d) suite.calls on a killed Redis settled after ${results.map((r) => r.ms.toFixed(1)).join(', ')} ms`);
     for (const r of results) {
       expect(r.error).toBeInstanceOf(LockConnectionError);
       expect(r.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);
@@ -202,23 +178,23 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
     const TTL = 3_000;
     const RENEW_INTERVAL = TTL / 3;
     const locks = await makeService({ ttl: TTL });
-    const lock = await calls.track('acquire', locks.acquire('e:key'));
+    const lock = await suite.calls.track('acquire', locks.acquire('e:key'));
     const aborted = abortOf(lock.signal);
     await sleep(200);
 
-    const oldPid = redis.pid;
-    await redis.restart();
+    const oldPid = suite.redis.pid;
+    await suite.redis.restart();
     const backAt = hrMs();
-    expect(redis.pid).not.toBe(oldPid);
+    expect(suite.redis.pid).not.toBe(oldPid);
     expect(isAlive(oldPid)).toBe(false);
-    expect(await client.exists('t4:{e:key}', 't4:{e:key}:f')).toBe(0);
+    expect(await suite.client.exists('t4:{e:key}', 't4:{e:key}:f')).toBe(0);
 
     // A new acquire (through the same service's reconnecting connection) as soon as it can work.
     const {
       lock: next,
       attempts,
       ms: nextAt,
-    } = await acquireUntilBack(calls, 'acquire after restart', () => locks.acquire('e:other', { onBusy: 'throw' }), { since: backAt, giveUpMs: 2_000 });
+    } = await acquireUntilBack(suite.calls, 'acquire after restart', () => locks.acquire('e:other', { onBusy: 'throw' }), { since: backAt, giveUpMs: 2_000 });
 
     const abort = await aborted;
     const lostAfter = abort.at - backAt;
@@ -232,11 +208,11 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
     expect(lostAfter).toBeLessThanOrEqual(RENEW_INTERVAL + COMMAND_TIMEOUT + SLACK);
 
     // The old key is free for anyone, and its fencing token still increases although Redis lost the counter.
-    const again = await calls.track('acquire of the lost key', locks.acquire('e:key', { onBusy: 'throw' }));
+    const again = await suite.calls.track('acquire of the lost key', locks.acquire('e:key', { onBusy: 'throw' }));
     expect(again.fencingToken).toBeGreaterThan(lock.fencingToken);
-    expect(await calls.track('release of the lost lock', lock.release())).toBe(false);
-    expect(await client.get('t4:{e:key}')).toBe(again.token);
-    expect(await calls.track('release new', again.release())).toBe(true);
-    expect(await calls.track('release other', next!.release())).toBe(true);
+    expect(await suite.calls.track('release of the lost lock', lock.release())).toBe(false);
+    expect(await suite.client.get('t4:{e:key}')).toBe(again.token);
+    expect(await suite.calls.track('release new', again.release())).toBe(true);
+    expect(await suite.calls.track('release other', next!.release())).toBe(true);
   });
 });

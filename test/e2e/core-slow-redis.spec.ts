@@ -13,10 +13,8 @@ import type Redis from 'ioredis';
 import { DistributedLockModuleOptions, Lock, LockConnectionError, LockLostError, LockService } from '../../lib';
 import { checkHistory, Section } from '../harness/history';
 import { pingOnce } from '../harness/redis-ping';
-import { RedisProcess, killSurvivors } from '../harness/redis-process';
 import { now } from '../harness/worker-log';
-import { expectCleanClose, expectNothingLeft, finishFaultSuite, startService, UnhandledRejections } from './workers/support/fault-helpers';
-import { SettleTracker } from './workers/support/settle-tracker';
+import { startService, faultSuite } from './workers/support/fault-helpers';
 import { abortOf, hrMs, pollUntil, sleep, timed, TimerLateness } from './workers/support/timing';
 
 const TTL = 1_000;
@@ -55,43 +53,19 @@ function grantChecked(check: Redis, promise: Promise<Lock>): Promise<Granted> {
 }
 
 describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
-  let redis: RedisProcess;
-  let client: Redis;
   let admin: Redis;
   let probe: Redis;
-  const unhandled = new UnhandledRejections();
-  let calls: SettleTracker;
-  let services: LockService[];
-  let lateness: TimerLateness | undefined;
+  const suite = faultSuite({ heal: () => admin.call('CLIENT', 'UNPAUSE').then(() => undefined) });
 
-  beforeAll(async () => {
-    unhandled.start();
-    redis = await RedisProcess.start();
-    client = redis.client();
-    admin = redis.client();
-    probe = redis.client();
+  beforeAll(() => {
+    admin = suite.redis.client();
+    probe = suite.redis.client();
   });
-
-  beforeEach(() => {
-    calls = new SettleTracker();
-    services = [];
-  });
-
-  afterEach(async () => {
-    lateness?.stop();
-    lateness = undefined;
-    await admin.call('CLIENT', 'UNPAUSE');
-    await expectCleanClose(calls, services);
-    expectNothingLeft(calls, unhandled);
-  });
-
-  afterAll(() => finishFaultSuite(unhandled, redis));
-  afterAll(() => expect(killSurvivors()).toEqual([]));
 
   const makeService = (options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> =>
-    startService(services, { redis: redis.url, keyPrefix: 't5:', ttl: TTL, ...options });
+    startService(suite.services, { redis: suite.redis.url, keyPrefix: 't5:', ttl: TTL, ...options });
 
-  /** Pauses writes for `ms` and resolves with how long a plain SET from another client was held up. */
+  /** Pauses writes for `ms` and resolves with how long a plain SET from another suite.client was held up. */
   async function pauseWrites(ms: number): Promise<{ pausedAt: number; probeMs: Promise<number> }> {
     await admin.call('CLIENT', 'PAUSE', String(ms), 'WRITE');
     const pausedAt = hrMs();
@@ -99,11 +73,11 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
     return { pausedAt, probeMs };
   }
 
-  const grant = (promise: Promise<Lock>) => grantChecked(client, promise);
+  const grant = (promise: Promise<Lock>) => grantChecked(suite.client, promise);
 
   /** Polls (every 2 ms, up to `timeoutMs`) until `key` is gone; resolves with when (hrMs), or undefined. */
   async function goneAt(key: string, timeoutMs: number): Promise<number | undefined> {
-    return (await pollUntil(async () => (await client.exists(key)) === 0, timeoutMs, 2)) ? hrMs() : undefined;
+    return (await pollUntil(async () => (await suite.client.exists(key)) === 0, timeoutMs, 2)) ? hrMs() : undefined;
   }
 
   /** Every returned lock: held at return with validity left, and Redis agrees (our token, a PTTL at least that long). */
@@ -120,11 +94,11 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
     const holderSvc = await makeService({ commandTimeout: 2_500 });
     const waiterSvc = await makeService({ commandTimeout: 2_500, waitTimeout: 10_000 });
     const freshSvc = await makeService({ commandTimeout: 2_500 });
-    const held = await calls.track('holder acquire', holderSvc.acquire('pause:key'));
+    const held = await suite.calls.track('holder acquire', holderSvc.acquire('pause:key'));
     const aborted = abortOf(held.signal);
-    lateness = new TimerLateness().start();
-    const waiter = timed(calls.track('waiter acquire', grant(waiterSvc.acquire('pause:key'))));
-    expect(await pollUntil(async () => (await client.llen('t5:{pause:key}:q')) === 1, 1_000, 2)).toBe(true);
+    suite.lateness = new TimerLateness().start();
+    const waiter = timed(suite.calls.track('waiter acquire', grant(waiterSvc.acquire('pause:key'))));
+    expect(await pollUntil(async () => (await suite.client.llen('t5:{pause:key}:q')) === 1, 1_000, 2)).toBe(true);
     // Pause right after a renewal was answered, so the next one is certainly caught by the pause.
     const renewals = holderSvc.getStats().renewals;
     expect(await pollUntil(() => holderSvc.getStats().renewals > renewals, TTL, 1)).toBe(true);
@@ -132,16 +106,16 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
     const { pausedAt, probeMs } = await pauseWrites(PAUSE);
     const deadline = held.deadline;
     // An acquire of a free key sent now is answered only after the pause, i.e. after its lease ran out.
-    const fresh = await timed(calls.track('fresh acquire', freshSvc.acquire('pause:free')));
+    const fresh = await timed(suite.calls.track('fresh acquire', freshSvc.acquire('pause:free')));
     // Looked at right away: the refused grant must be given back, not left to lapse by its TTL.
     const freeGoneAt = await goneAt('t5:{pause:free}', TTL + SLACK);
     const delayed = await probeMs;
     const abort = await aborted;
-    const allowed = lateness.allowedLateness(held.deadline, abort.perfAt);
+    const allowed = suite.lateness.allowedLateness(held.deadline, abort.perfAt);
     const waited = await waiter;
     console.log(
       `T5 pause: probe SET held ${delayed.toFixed(1)} ms; holder lost ${(abort.perfAt - deadline).toFixed(1)} ms after its deadline ` +
-        `(${(abort.reason as LockLostError).reason}; measured timer lateness allows ${allowed.toFixed(1)} ms); fresh acquire settled after ` +
+        `(${(abort.reason as LockLostError).reason}; measured timer suite.lateness allows ${allowed.toFixed(1)} ms); fresh acquire settled after ` +
         `${fresh.ms.toFixed(1)} ms: ${(fresh.error as Error)?.message}; its key gone ${freeGoneAt === undefined ? 'never' : `${(freeGoneAt - fresh.at).toFixed(1)} ms later`}; ` +
         `waiter settled ${(waited.at - pausedAt).toFixed(1)} ms after the pause: ` +
         (waited.value ? `lock, validity at return ${waited.value.validityAtReturn.toFixed(1)} ms, PTTL ${waited.value.pttl} ms` : `${(waited.error as Error)?.message}`),
@@ -156,7 +130,7 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
     expect(freeGoneAt).toBeDefined();
     expect(freeGoneAt! - fresh.at).toBeLessThanOrEqual(GIVEN_BACK_WITHIN);
     // It did reach Redis (the fence counter moved): it was refused, not lost.
-    expect(await client.exists('t5:{pause:free}:f')).toBe(1);
+    expect(await suite.client.exists('t5:{pause:free}:f')).toBe(1);
 
     // The holder could not renew and learned it at its deadline.
     expect(abort.reason).toBeInstanceOf(LockLostError);
@@ -173,18 +147,18 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
       // A grant with little validity left may already be lost (and given back) by now.
       const { lock } = waited.value;
       const stillHeld = lock.isHeld();
-      expect(await calls.track('waiter release', lock.release())).toBe(stillHeld);
+      expect(await suite.calls.track('waiter release', lock.release())).toBe(stillHeld);
     } else {
       expect(waited.error).toBeInstanceOf(LockConnectionError);
     }
-    expect(await pollUntil(async () => (await client.exists('t5:{pause:key}')) === 0, TTL + SLACK, 2)).toBe(true);
-    expect(await calls.track('release of the lost lock', held.release())).toBe(false);
+    expect(await pollUntil(async () => (await suite.client.exists('t5:{pause:key}')) === 0, TTL + SLACK, 2)).toBe(true);
+    expect(await suite.calls.track('release of the lost lock', held.release())).toBe(false);
   });
 
-  it('two services hammering one key through repeated CLIENT PAUSEs: 0 overlaps, every returned lock valid', async () => {
+  it('two suite.services hammering one key through repeated CLIENT PAUSEs: 0 overlaps, every returned lock valid', async () => {
     const RUN_MS = 6_500;
     const PAUSE_EVERY = 2_000;
-    // One service whose calls outlast a pause (late answers must be refused), one whose calls time out first.
+    // One service whose suite.calls outlast a pause (late answers must be refused), one whose suite.calls time out first.
     const a = await makeService({ commandTimeout: 2_500, waitTimeout: 5_000 });
     const b = await makeService({ commandTimeout: 500, waitTimeout: 5_000 });
     const sections: Section[] = [];
@@ -205,7 +179,7 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
       while (!stop) {
         let g: Granted;
         try {
-          g = await calls.track(`${name} acquire`, grant(locks.acquire('hammer')));
+          g = await suite.calls.track(`${name} acquire`, grant(locks.acquire('hammer')));
         } catch (error) {
           const kind = `${name}: ${(error as Error).name}${BEYOND_LEASE.test((error as Error).message) ? ' (beyond lease)' : ''}`;
           failures[kind] = (failures[kind] ?? 0) + 1;
@@ -222,7 +196,7 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
         await Promise.race([sleep(20), lost]);
         if (g.lock.signal.aborted && !(g.lock.signal.reason instanceof DOMException)) cutShort++;
         const exitAt = now();
-        const releasedOk = await calls.track(`${name} release`, g.lock.release()).catch(() => false);
+        const releasedOk = await suite.calls.track(`${name} release`, g.lock.release()).catch(() => false);
         sections.push({ worker: name, key: 'hammer', token: g.lock.token, fence: g.lock.fencingToken, acquiredAt, enterAt, exitAt, releasedOk });
       }
     }
@@ -254,7 +228,7 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
     expect(new Set(sections.map((s) => s.worker)).size).toBe(2);
     expect(report.overlaps).toEqual([]);
     expect(report.fenceViolations).toEqual([]);
-    expect(await pollUntil(async () => (await client.exists('t5:{hammer}')) === 0, TTL + SLACK, 2)).toBe(true);
+    expect(await pollUntil(async () => (await suite.client.exists('t5:{hammer}')) === 0, TTL + SLACK, 2)).toBe(true);
   }, 20_000);
 
   for (const config of [
@@ -264,17 +238,17 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
     it(`DEBUG SLEEP ${PAUSE / 1000} s (> TTL) during an acquire, ${config.name}: LockConnectionError, and the key does not stay locked`, async () => {
       const key = `sleep:${config.commandTimeout}`;
       const locks = await makeService({ commandTimeout: config.commandTimeout });
-      const warm = await calls.track('warm-up acquire', locks.acquire(key));
-      expect(await calls.track('warm-up release', warm.release())).toBe(true);
-      const fenceBefore = Number(await client.get(`t5:{${key}}:f`));
+      const warm = await suite.calls.track('warm-up acquire', locks.acquire(key));
+      expect(await suite.calls.track('warm-up release', warm.release())).toBe(true);
+      const fenceBefore = Number(await suite.client.get(`t5:{${key}}:f`));
 
       const sleepStarted = hrMs();
       const sleeping = admin.call('DEBUG', 'SLEEP', String(PAUSE / 1000)).then(() => hrMs());
       // The server takes the DEBUG SLEEP before the acquire arrives on another connection.
       await sleep(20);
-      const attempt = timed(calls.track('acquire', locks.acquire(key)));
+      const attempt = timed(suite.calls.track('acquire', locks.acquire(key)));
       // The fault fired: the server answers nothing while it sleeps.
-      expect(await pingOnce(redis.port, redis.host, 150)).toBe(false);
+      expect(await pingOnce(suite.redis.port, suite.redis.host, 150)).toBe(false);
       const result = await attempt;
       const wokeAt = await sleeping;
       console.log(
@@ -291,15 +265,15 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
 
       // The attempt ran once the server woke (the fence moved: it took the key, with a full TTL by
       // Redis' clock), and was given back: gone well before that TTL could have run out.
-      expect(await pollUntil(async () => Number(await client.get(`t5:{${key}}:f`)) > fenceBefore, TTL, 2)).toBe(true);
+      expect(await pollUntil(async () => Number(await suite.client.get(`t5:{${key}}:f`)) > fenceBefore, TTL, 2)).toBe(true);
       const gone = await goneAt(`t5:{${key}}`, TTL + SLACK);
       const freeAfterWake = (gone ?? hrMs()) - wokeAt;
       console.log(`T5 DEBUG SLEEP (${config.name}): key free ${gone === undefined ? 'never' : `${freeAfterWake.toFixed(1)} ms after the server woke`}`);
       expect(gone).toBeDefined();
       expect(freeAfterWake).toBeLessThanOrEqual(GIVEN_BACK_WITHIN);
-      const next = await calls.track('acquire after the sleep', locks.acquire(key, { onBusy: 'throw' }));
+      const next = await suite.calls.track('acquire after the sleep', locks.acquire(key, { onBusy: 'throw' }));
       expect(next.isHeld()).toBe(true);
-      expect(await calls.track('release after the sleep', next.release())).toBe(true);
+      expect(await suite.calls.track('release after the sleep', next.release())).toBe(true);
     });
   }
 });

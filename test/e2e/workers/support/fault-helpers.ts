@@ -5,9 +5,10 @@
  */
 import * as vm from 'vm';
 import { DistributedLockModuleOptions, Lock, LockConnectionError, LockService } from '../../../../lib';
-import type { RedisProcess } from '../../../harness/redis-process';
+import type Redis from 'ioredis';
+import { RedisProcess, killSurvivors } from '../../../harness/redis-process';
 import { SettleTracker } from './settle-tracker';
-import { hrMs, sleep, timed } from './timing';
+import { hrMs, sleep, timed, TimerLateness } from './timing';
 
 // jest gives each test file a copy of `process` whose listeners never see unhandled rejections;
 // the real process object does (the same trick the harness reaper uses).
@@ -90,4 +91,53 @@ export async function finishFaultSuite(unhandled: UnhandledRejections, redis: Re
   unhandled.stop();
   await redis.stop();
   expect(unhandled.seen).toEqual([]);
+}
+
+/** What a fault suite's tests share: its Redis, a plain client, this test's tracked calls and services. */
+export interface FaultSuite {
+  redis: RedisProcess;
+  client: Redis;
+  calls: SettleTracker;
+  services: LockService[];
+  /** Set by a test that measures timer lateness; stopped after the test. */
+  lateness: TimerLateness | undefined;
+}
+
+/**
+ * The lifecycle every fault suite shares, registered once here: its own Redis and a plain client,
+ * unhandled rejections watched for the whole suite, and after each test: the fault healed (`heal`),
+ * every service closed cleanly (within `closeWithinMs`), nothing pending, no unhandled rejection;
+ * at the end Redis stopped and no process left behind.
+ */
+export function faultSuite(hooks: {
+  heal?: (suite: FaultSuite) => void | Promise<void>;
+  closeWithinMs?: number;
+  afterClose?: () => void | Promise<void>;
+  beforeFinish?: () => void | Promise<void>;
+} = {}): FaultSuite {
+  const unhandled = new UnhandledRejections();
+  const suite = { calls: new SettleTracker(), services: [], lateness: undefined } as unknown as FaultSuite;
+  beforeAll(async () => {
+    unhandled.start();
+    suite.redis = await RedisProcess.start();
+    suite.client = suite.redis.client();
+  });
+  beforeEach(() => {
+    suite.calls = new SettleTracker();
+    suite.services = [];
+  });
+  afterEach(async () => {
+    suite.lateness?.stop();
+    suite.lateness = undefined;
+    await hooks.heal?.(suite);
+    await expectCleanClose(suite.calls, suite.services, hooks.closeWithinMs);
+    await hooks.afterClose?.();
+    expectNothingLeft(suite.calls, unhandled);
+  });
+  afterAll(async () => {
+    await hooks.beforeFinish?.();
+    await finishFaultSuite(unhandled, suite.redis);
+  });
+  afterAll(() => expect(killSurvivors()).toEqual([]));
+  return suite;
 }
