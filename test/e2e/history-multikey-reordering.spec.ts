@@ -4,7 +4,7 @@
  * direction: a client's command replies and its pub/sub handover messages (two connections) reach it
  * reordered relative to each other. The processes take overlapping key sets (['a','b'], ['b','c'],
  * ['c','a'] in several rings of hot keys, plus single hot and cold keys) with every policy, waits
- * that expire in the queue, nested reentrant withLock calls, and a short waiterLease (150–400 ms).
+ * that expire in the queue, nested reentrant withLock calls, and a short waiterLease (200–500 ms).
  *
  * Checked on the recorded event history (test/harness/event-history): 0 overlaps of confirmed holds,
  * fences strictly increasing per key, every call settled within its bound, no stray keys, and

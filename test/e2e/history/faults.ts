@@ -5,6 +5,7 @@
 import * as fs from 'fs';
 import type Redis from 'ioredis';
 import type { PauseWindow } from '../../harness/event-history/check-calls';
+import { closeClient } from '../../harness/redis-clients';
 import type { RedisProcess } from '../../harness/redis-process';
 import type { WorkerHandle } from '../../harness/worker-process';
 import { sleep } from '../workers/support/timing';
@@ -62,38 +63,48 @@ export async function killWorker(worker: WorkerHandle, name: string): Promise<Fa
   return { kind: 'kill-worker', target: name, from: String(from), to: String(hr()), happened: exit.signal === 'SIGKILL', evidence: `exit ${JSON.stringify(exit)}` };
 }
 
-/** SIGSTOP Redis for `ms`; proof: /proc says stopped and a PING on an open connection gets no answer in 200 ms. */
-export async function stopRedis(redis: RedisProcess, probe: Redis, ms: number): Promise<FaultRecord> {
-  const from = hr();
-  redis.pause();
-  await sleep(SETTLE_MS);
-  const state = processState(redis.pid);
-  const ping = await Promise.race([probe.ping().then(() => 'answered', () => 'failed'), sleep(200).then(() => 'no answer in 200 ms')]);
-  await sleep(Math.max(0, ms - SETTLE_MS - 200));
-  redis.resume();
-  const to = hr();
-  return {
-    kind: 'stop-redis',
-    from: String(from),
-    to: String(to),
-    happened: state === 'T' && ping !== 'answered',
-    evidence: `/proc state ${state}; PING: ${ping}; SIGCONT after ${ms} ms`,
-  };
+/**
+ * SIGSTOP Redis for `ms`; proof: /proc says stopped, and a PING on a connection that answered just
+ * before gets no answer in 200 ms.
+ */
+export async function stopRedis(redis: RedisProcess, ms: number): Promise<FaultRecord> {
+  const probe = redis.client({ commandTimeout: 1_000 });
+  try {
+    await probe.ping();
+    const from = hr();
+    redis.pause();
+    await sleep(SETTLE_MS);
+    const state = processState(redis.pid);
+    const ping = await Promise.race([probe.ping().then(() => 'answered', () => 'failed'), sleep(200).then(() => 'no answer in 200 ms')]);
+    await sleep(Math.max(0, ms - SETTLE_MS - 200));
+    redis.resume();
+    const to = hr();
+    return {
+      kind: 'stop-redis',
+      from: String(from),
+      to: String(to),
+      happened: state === 'T' && ping !== 'answered',
+      evidence: `/proc state ${state}; PING: ${ping}; SIGCONT after ${ms} ms`,
+    };
+  } finally {
+    await closeClient(probe);
+  }
 }
 
 /**
  * Restart Redis (clean SIGTERM, or kill -9 when `crash`) on its persistent data dir; proof: a new
- * pid, and a marker written before is there after (AOF, fsync always).
+ * pid, and a marker written before is there after (AOF, fsync always). Each side uses a client of
+ * its own: a client that lived through the restart may still be waiting out its reconnect backoff.
  */
-export async function restartRedis(redis: RedisProcess, probe: Redis, crash: boolean, marker: string): Promise<FaultRecord> {
+export async function restartRedis(redis: RedisProcess, crash: boolean, marker: string): Promise<FaultRecord> {
   const value = String(Math.random());
-  await probe.set(marker, value);
+  await withClient(redis, (c) => c.set(marker, value));
   const oldPid = redis.pid;
   const from = hr();
   if (crash) await redis.kill9();
   await redis.restart();
   const to = hr();
-  const [after, aof] = await Promise.all([probe.get(marker), probe.config('GET', 'appendonly') as Promise<string[]>]);
+  const [after, aof] = await withClient(redis, (c) => Promise.all([c.get(marker), c.config('GET', 'appendonly') as Promise<string[]>]));
   return {
     kind: 'restart-redis',
     from: String(from),
@@ -101,4 +112,14 @@ export async function restartRedis(redis: RedisProcess, probe: Redis, crash: boo
     happened: redis.pid !== oldPid && after === value && aof[1] === 'yes',
     evidence: `${crash ? 'kill -9' : 'SIGTERM'}; pid ${oldPid} -> ${redis.pid}; marker ${after === value ? 'kept' : `lost (${after})`}; appendonly ${aof[1]}`,
   };
+}
+
+/** Runs `use` on a fresh client of the current server, closed afterwards. */
+export async function withClient<T>(redis: RedisProcess, use: (client: Redis) => Promise<T>): Promise<T> {
+  const client = redis.client();
+  try {
+    return await use(client);
+  } finally {
+    await closeClient(client);
+  }
 }

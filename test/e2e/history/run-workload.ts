@@ -4,7 +4,6 @@
  * checks: the event history (check-history.ts) and the keys left under the run's prefix.
  */
 import { randomBytes } from 'crypto';
-import type Redis from 'ioredis';
 import type { PauseWindow } from '../../harness/event-history/check-calls';
 import { checkEventHistory, HistoryCheck } from '../../harness/event-history/check-history';
 import { HistoryEvent, isHistoryEvent } from '../../harness/event-history/events';
@@ -13,7 +12,7 @@ import { RedisProcess } from '../../harness/redis-process';
 import { ProxyStats, TcpProxy } from '../../harness/tcp-proxy';
 import { hrMs, sleep } from '../workers/support/timing';
 import { Crew, Member } from './crew';
-import { FaultRecord, killWorker, restartRedis, stopRedis, stopWorker } from './faults';
+import { FaultRecord, killWorker, restartRedis, stopRedis, stopWorker, withClient } from './faults';
 import { FaultPlan, pauseMs, Workload, workerPlans } from './workload';
 
 export interface RunOptions {
@@ -74,8 +73,6 @@ export async function runWorkload(w: Workload, opts: RunOptions): Promise<RunRep
       proxy.setJitter(w.jitterMs);
       proxy.setSubscriberDelay(opts.subscriberDelayMs ?? 0);
     }
-    const probe = redis.client({ commandTimeout: 1_000 });
-    await probe.ping();
     const plans = workerPlans(w, { runId, url: proxy?.url ?? redis.url, sections: opts.sections, bypass: opts.bypass });
     await Promise.all(plans.map((p) => crew.start(p)));
     const started = hrMs();
@@ -86,7 +83,7 @@ export async function runWorkload(w: Workload, opts: RunOptions): Promise<RunRep
     const faultsDone = (async () => {
       for (const f of w.faults) {
         while (crew.progress() < f.atProgress * opts.sections && crew.running().length > 0) await sleep(TICK_MS);
-        faults.push(await inject(f, { w, redis, probe, crew, pauses, runId }));
+        faults.push(await inject(f, { w, redis, crew, pauses, runId }));
       }
     })();
 
@@ -101,7 +98,7 @@ export async function runWorkload(w: Workload, opts: RunOptions): Promise<RunRep
 
     // Quiescence: a killed holder's lease runs out within ttl; queue and waiter keys 2 × waiterLease after their last refresh.
     await sleep(Math.max(w.ttl, 2 * w.waiterLease) + QUIESCENCE_MARGIN_MS);
-    const stray = strayKeys(`${runId}:`, await scanPrefix(probe, `${runId}:`));
+    const stray = strayKeys(`${runId}:`, await withClient(redis, (c) => scanPrefix(c, `${runId}:`)));
 
     const events = crew.members.flatMap((m) => m.handle.lines.filter(isHistoryEvent));
     const check = checkEventHistory(events, {
@@ -144,7 +141,6 @@ export async function runWorkload(w: Workload, opts: RunOptions): Promise<RunRep
 interface FaultContext {
   w: Workload;
   redis: RedisProcess;
-  probe: Redis;
   crew: Crew;
   pauses: PauseWindow[];
   runId: string;
@@ -184,8 +180,8 @@ async function inject(f: FaultPlan, ctx: FaultContext): Promise<FaultRecord> {
       return record;
     }
     case 'stop-redis':
-      return stopRedis(ctx.redis, ctx.probe, pauseMs(f, ctx.w.ttl));
+      return stopRedis(ctx.redis, pauseMs(f, ctx.w.ttl));
     case 'restart-redis':
-      return restartRedis(ctx.redis, ctx.probe, f.crash, `marker:${ctx.runId}`);
+      return restartRedis(ctx.redis, f.crash, `marker:${ctx.runId}`);
   }
 }

@@ -10,6 +10,8 @@
  * env: PLAN (JSON WorkerPlan, support/history-plan.ts). Emits {ready}, waits for the parent's go,
  * then history events, then {done, worker, sections, calls, outcomes, stats}.
  */
+// Leases lost and Redis stopped on purpose: their warnings would only fill the parent's buffer of non-JSON output.
+import '../../harness/quiet-logs';
 import { Lock, LockService } from '../../../lib';
 import type { Policy } from '../../harness/event-history/events';
 import { emit } from '../../harness/worker-log';

@@ -7,6 +7,8 @@
  * Messages: {acquire: key, wait}, {release: true}, {block: ms} (busy-waits inside the message
  * callback: an event loop blocked by CPU work), {close: true}. Answers with {step: ...} lines.
  */
+// Leases lost and Redis stopped on purpose: their warnings would only fill the parent's buffer of non-JSON output.
+import '../../harness/quiet-logs';
 import { Lock, LockService } from '../../../lib';
 import { emit, now } from '../../harness/worker-log';
 import { HistoryRecorder } from './support/history-recorder';
