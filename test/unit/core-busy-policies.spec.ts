@@ -1,29 +1,19 @@
 import type Redis from 'ioredis';
 import { LockBusyError, LockService, LockTimeoutError } from '../../lib';
-import { RedisProcess, SharedRedis } from '../harness/redis-process';
-import { ServicePool, commandCalls, sleep } from './core-helpers';
+import { commandCalls, redisSuite, sleep } from './core-helpers';
 
 describe('LockService: busy policies and handover', () => {
-  let redis: SharedRedis;
-  let client: Redis;
-  const pool = new ServicePool(() => redis.url);
-
-  beforeAll(async () => {
-    redis = await RedisProcess.shared();
-    client = redis.client();
-  });
-  afterEach(() => pool.closeAll());
-  afterAll(() => redis.stop());
+  const suite = redisSuite();
 
   describe('busy policies', () => {
     /** Waits (at most 100 polls) until a waiter has taken its place in the queue of `key`. */
     const untilQueued = async (key: string, everyMs = 5) => {
-      for (let i = 0; i < 100 && (await client.llen(`test:{${key}}:q`)) === 0; i++) await sleep(everyMs);
+      for (let i = 0; i < 100 && (await suite.client.llen(`test:{${key}}:q`)) === 0; i++) await sleep(everyMs);
     };
 
     it("'throw' rejects at once with LockBusyError naming the key and the holder's remaining lease", async () => {
-      const holder = await pool.make({ ttl: 8_000 });
-      const other = await pool.make();
+      const holder = await suite.pool.make({ ttl: 8_000 });
+      const other = await suite.pool.make();
       const lock = await holder.acquire('busy:1');
       const started = performance.now();
       const error = await other.acquire('busy:1', { onBusy: 'throw' }).catch((e) => e);
@@ -36,8 +26,8 @@ describe('LockService: busy policies and handover', () => {
     });
 
     it("'fail-fast' resolves null from acquire/tryAcquire and the fallback from withLock, without running fn", async () => {
-      const holder = await pool.make();
-      const other = await pool.make();
+      const holder = await suite.pool.make();
+      const other = await suite.pool.make();
       const lock = await holder.acquire('busy:2');
       expect(await other.acquire('busy:2', { onBusy: 'fail-fast' })).toBeNull();
       expect(await other.tryAcquire('busy:2')).toBeNull();
@@ -50,8 +40,8 @@ describe('LockService: busy policies and handover', () => {
     });
 
     it("a module-wide 'fail-fast' default makes acquire() throw rather than return an untyped null", async () => {
-      const holder = await pool.make();
-      const other = await pool.make({ onBusy: 'fail-fast' });
+      const holder = await suite.pool.make();
+      const other = await suite.pool.make({ onBusy: 'fail-fast' });
       const lock = await holder.acquire('busy:3');
       await expect(other.acquire('busy:3')).rejects.toBeInstanceOf(LockBusyError);
       expect(await other.withLock('busy:3', () => 'ran')).toBeUndefined();
@@ -59,8 +49,8 @@ describe('LockService: busy policies and handover', () => {
     });
 
     it("'retry' waits for the release and gets the lock within milliseconds of it", async () => {
-      const holder = await pool.make();
-      const waiter = await pool.make();
+      const holder = await suite.pool.make();
+      const waiter = await suite.pool.make();
       const lock = await holder.acquire('busy:4');
       let releasedAt = 0;
       setTimeout(() => {
@@ -76,25 +66,25 @@ describe('LockService: busy policies and handover', () => {
     });
 
     it('a release hands the lock to the queued waiter: the waiter enters without another round trip', async () => {
-      const holder = await pool.make();
-      const waiter = await pool.make();
+      const holder = await suite.pool.make();
+      const waiter = await suite.pool.make();
       const lock = await holder.acquire('busy:6');
       const waiting = waiter.acquire('busy:6', { waitTimeout: 5_000 });
       await untilQueued('busy:6');
       await sleep(50); // the waiter's subscription is confirmed and it sleeps
-      const scriptCalls = async () => (await commandCalls(client, 'eval')) + (await commandCalls(client, 'evalsha'));
+      const scriptCalls = async () => (await commandCalls(suite.client, 'eval')) + (await commandCalls(suite.client, 'evalsha'));
       const before = await scriptCalls();
       await lock.release();
       const next = await waiting;
       expect((await scriptCalls()) - before).toBe(1); // the release; no acquire attempt by the waiter
-      expect(await client.get('test:{busy:6}')).toBe(next.token);
+      expect(await suite.client.get('test:{busy:6}')).toBe(next.token);
       expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
       expect(next.isHeld()).toBe(true);
       expect(await next.release()).toBe(true);
     });
 
     it('after a handover the waiter in the same process enters before the releasing caller continues', async () => {
-      const locks = await pool.make();
+      const locks = await suite.pool.make();
       let lock = await locks.acquire('busy:9');
       let waiterFirst = 0;
       for (let i = 0; i < 20; i++) {
@@ -119,20 +109,20 @@ describe('LockService: busy policies and handover', () => {
     });
 
     it('a waiter whose handover message is lost still gets the lock, at its next safety-net wake-up', async () => {
-      const holder = await pool.make();
-      const waiter = await pool.make({ waiterLease: 900 });
+      const holder = await suite.pool.make();
+      const waiter = await suite.pool.make({ waiterLease: 900 });
       // The fault: this service hears no handover message at all (as if the subscriber missed it).
       const channel = waiter.engine.wakeChannel;
       const heard = jest.spyOn(channel, 'register').mockImplementation(() => () => undefined);
       const lock = await holder.acquire('busy:8', { ttl: 10_000 });
       const waiting = waiter.acquire('busy:8', { waitTimeout: 5_000 });
       await untilQueued('busy:8');
-      const [queuedToken] = await client.lrange('test:{busy:8}:q', 0, 0);
+      const [queuedToken] = await suite.client.lrange('test:{busy:8}:q', 0, 0);
       await sleep(50);
       const releasedAt = performance.now();
       await lock.release();
       // The release handed the lock over in Redis; only the message went unheard.
-      expect(await client.get('test:{busy:8}')).toBe(queuedToken);
+      expect(await suite.client.get('test:{busy:8}')).toBe(queuedToken);
       const next = await waiting;
       const waited = performance.now() - releasedAt;
       expect(heard).toHaveBeenCalled();
@@ -145,24 +135,24 @@ describe('LockService: busy policies and handover', () => {
     });
 
     it('a handed-over lease runs until the waiter\'s place would have lapsed, then the watchdog renews it to the full ttl', async () => {
-      const holder = await pool.make();
-      const waiter = await pool.make({ ttl: 5_000, waiterLease: 600 });
+      const holder = await suite.pool.make();
+      const waiter = await suite.pool.make({ ttl: 5_000, waiterLease: 600 });
       const lock = await holder.acquire('busy:7');
       const waiting = waiter.acquire('busy:7', { waitTimeout: 5_000 });
       await untilQueued('busy:7');
       await sleep(30);
       await lock.release();
       const next = await waiting;
-      expect(await client.pttl('test:{busy:7}')).toBeLessThanOrEqual(600);
+      expect(await suite.client.pttl('test:{busy:7}')).toBeLessThanOrEqual(600);
       await sleep(450);
       expect(next.isHeld()).toBe(true);
-      expect(await client.pttl('test:{busy:7}')).toBeGreaterThan(4_000);
+      expect(await suite.client.pttl('test:{busy:7}')).toBeGreaterThan(4_000);
       expect(await next.release()).toBe(true);
     });
 
     it("'retry' gives up after waitTimeout with LockTimeoutError and leaves the queue", async () => {
-      const holder = await pool.make();
-      const waiter = await pool.make();
+      const holder = await suite.pool.make();
+      const waiter = await suite.pool.make();
       const lock = await holder.acquire('busy:5');
       const started = performance.now();
       const error = await waiter.acquire('busy:5', { waitTimeout: 400 }).catch((e) => e);
@@ -173,41 +163,41 @@ describe('LockService: busy policies and handover', () => {
       expect(waited).toBeGreaterThanOrEqual(390);
       expect(waited).toBeLessThan(1_000);
       await sleep(50);
-      expect(await client.llen('test:{busy:5}:q')).toBe(0);
+      expect(await suite.client.llen('test:{busy:5}:q')).toBe(0);
       // The waiter's clean-up took only its own place: the holder still holds, and its release finds
       // its own token and frees the key (nothing was handed to the waiter that gave up).
-      expect(await client.get('test:{busy:5}')).toBe(lock.token);
+      expect(await suite.client.get('test:{busy:5}')).toBe(lock.token);
       expect(lock.isHeld()).toBe(true);
       expect(await lock.release()).toBe(true);
-      expect(await client.exists('test:{busy:5}')).toBe(0);
+      expect(await suite.client.exists('test:{busy:5}')).toBe(0);
     });
   });
 
   describe('minHold', () => {
     it('keeps a quickly finished lock until minHold has passed, so a late instance skips the same cron tick', async () => {
-      const a = await pool.make();
-      const b = await pool.make();
+      const a = await suite.pool.make();
+      const b = await suite.pool.make();
       let runs = 0;
       const tick = (svc: LockService) => svc.withLock('jobs:tick', () => void runs++, { onBusy: 'fail-fast', minHold: 400 });
       await tick(a);
-      const pttl = await client.pttl('test:{jobs:tick}');
+      const pttl = await suite.client.pttl('test:{jobs:tick}');
       expect(pttl).toBeGreaterThan(300);
       expect(pttl).toBeLessThanOrEqual(400);
       await sleep(60); // the other instance's timer fires a little late
       await tick(b);
       expect(runs).toBe(1);
       await sleep(400);
-      expect(await client.exists('test:{jobs:tick}')).toBe(0);
+      expect(await suite.client.exists('test:{jobs:tick}')).toBe(0);
       await tick(b);
       expect(runs).toBe(2);
     });
 
     it('releases at once when the work outlasted minHold', async () => {
-      const locks = await pool.make();
+      const locks = await suite.pool.make();
       const lock = await locks.acquire('jobs:long', { minHold: 50 });
       await sleep(80);
       expect(await lock.release()).toBe(true);
-      expect(await client.exists('test:{jobs:long}')).toBe(0);
+      expect(await suite.client.exists('test:{jobs:long}')).toBe(0);
     });
   });
 });

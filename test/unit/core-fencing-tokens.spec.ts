@@ -1,24 +1,15 @@
 import type Redis from 'ioredis';
 import { LockService } from '../../lib';
-import { RedisProcess, SharedRedis } from '../harness/redis-process';
-import { ServicePool, sleep } from './core-helpers';
+import { RedisProcess } from '../harness/redis-process';
+import { redisSuite, sleep } from './core-helpers';
 
 describe('LockService: fencing tokens', () => {
-  let redis: SharedRedis;
-  let client: Redis;
-  const pool = new ServicePool(() => redis.url);
-
-  beforeAll(async () => {
-    redis = await RedisProcess.shared();
-    client = redis.client();
-  });
-  afterEach(() => pool.closeAll());
-  afterAll(() => redis.stop());
+  const suite = redisSuite();
 
   describe('fencing tokens', () => {
     it('strictly increase per key across holders and services', async () => {
-      const a = await pool.make();
-      const b = await pool.make();
+      const a = await suite.pool.make();
+      const b = await suite.pool.make();
       const seen: number[] = [];
       for (let i = 0; i < 50; i++) {
         const lock = await (i % 2 ? a : b).acquire('fence:1');
@@ -30,9 +21,9 @@ describe('LockService: fencing tokens', () => {
     });
 
     it('are the Redis server time in µs, kept an hour after the last acquisition, and stay above earlier tokens when rolled back, ahead of the clock or lost', async () => {
-      const locks = await pool.make();
+      const locks = await suite.pool.make();
       const serverMicros = async () => {
-        const [sec, micros] = await client.time();
+        const [sec, micros] = await suite.client.time();
         return Number(sec) * 1_000_000 + Number(micros);
       };
       const before = await serverMicros();
@@ -43,26 +34,26 @@ describe('LockService: fencing tokens', () => {
       // cannot hand out a token again.
       expect(first.fencingToken).toBeGreaterThanOrEqual(before);
       expect(first.fencingToken).toBeLessThanOrEqual(after);
-      expect(Number(await client.get('test:{fence:3}:f'))).toBe(first.fencingToken);
+      expect(Number(await suite.client.get('test:{fence:3}:f'))).toBe(first.fencingToken);
       // Each acquisition keeps the last token for another hour.
-      await client.pexpire('test:{fence:3}:f', 60_000);
+      await suite.client.pexpire('test:{fence:3}:f', 60_000);
       const second = await locks.acquire('fence:3');
       await second.release();
       expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
-      expect(await client.pttl('test:{fence:3}:f')).toBeGreaterThan(3_590_000);
+      expect(await suite.client.pttl('test:{fence:3}:f')).toBeGreaterThan(3_590_000);
       // Rolled back, as on a replica promoted before it got the last grants: still above them all.
-      await client.set('test:{fence:3}:f', String(first.fencingToken - 5));
+      await suite.client.set('test:{fence:3}:f', String(first.fencingToken - 5));
       const afterRollback = await locks.acquire('fence:3');
       await afterRollback.release();
       expect(afterRollback.fencingToken).toBeGreaterThan(second.fencingToken);
       // A last token ahead of the clock (the server clock stepped back): the next one is above it.
       const ahead = (await serverMicros()) + 10_000_000_000;
-      await client.set('test:{fence:3}:f', String(ahead));
+      await suite.client.set('test:{fence:3}:f', String(ahead));
       const third = await locks.acquire('fence:3');
       await third.release();
       expect(third.fencingToken).toBe(ahead + 1);
       // Lost altogether (eviction, restart): the clock alone is still above every token it handed out.
-      await client.del('test:{fence:3}:f');
+      await suite.client.del('test:{fence:3}:f');
       const fourth = await locks.acquire('fence:3');
       await fourth.release();
       expect(fourth.fencingToken).toBeGreaterThan(afterRollback.fencingToken);

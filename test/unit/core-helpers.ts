@@ -2,6 +2,7 @@ import type Redis from 'ioredis';
 import { LockService } from '../../lib';
 import type { DistributedLockModuleOptions } from '../../lib';
 import { commandStats } from '../harness/command-stats';
+import { RedisProcess, type SharedRedis } from '../harness/redis-process';
 
 /** Services made by a suite, closed in afterEach so no watchdog, timer or connection survives a test. */
 export class ServicePool {
@@ -36,4 +37,27 @@ export async function pollUntil(check: () => boolean | Promise<boolean>, timeout
     if (performance.now() >= deadline) return false;
     await sleep(everyMs);
   }
+}
+
+/** A suite's Redis (shared, or its own when REDIS_URL is unset), a plain client, and the services its tests make. */
+export interface RedisSuite {
+  redis: SharedRedis;
+  client: Redis;
+  pool: ServicePool;
+}
+
+/**
+ * The lifecycle most suites share, registered once: a Redis for the suite and a plain client to look
+ * into it, every service a test made closed after it, Redis stopped (or left to its owner) at the end.
+ */
+export function redisSuite(): RedisSuite {
+  const suite = {} as RedisSuite;
+  suite.pool = new ServicePool(() => suite.redis.url);
+  beforeAll(async () => {
+    suite.redis = await RedisProcess.shared();
+    suite.client = suite.redis.client();
+  });
+  afterEach(() => suite.pool.closeAll());
+  afterAll(() => suite.redis.stop());
+  return suite;
 }

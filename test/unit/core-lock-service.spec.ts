@@ -1,56 +1,47 @@
 import type Redis from 'ioredis';
 import { LockBusyError, LockConnectionError, LockKeyError, LockLostError, LockOptionsError, LockService, LockTimeoutError } from '../../lib';
-import { RedisProcess, SharedRedis } from '../harness/redis-process';
-import { ServicePool, commandCalls, pollUntil, sleep } from './core-helpers';
+import { RedisProcess } from '../harness/redis-process';
+import { commandCalls, pollUntil, redisSuite, sleep } from './core-helpers';
 
 describe('LockService against a real redis-server: acquire, release, validation', () => {
-  let redis: SharedRedis;
-  let client: Redis;
-  const pool = new ServicePool(() => redis.url);
-
-  beforeAll(async () => {
-    redis = await RedisProcess.shared();
-    client = redis.client();
-  });
-  afterEach(() => pool.closeAll());
-  afterAll(() => redis.stop());
+  const suite = redisSuite();
 
   describe('acquire and release', () => {
     it('sets token and expiry in one step and frees only its own lock', async () => {
-      const locks = await pool.make({ ttl: 5_000 });
+      const locks = await suite.pool.make({ ttl: 5_000 });
       const lock = await locks.acquire('order:1');
       expect(Buffer.from(lock.token, 'base64url').length).toBeGreaterThanOrEqual(16);
-      expect(await client.get('test:{order:1}')).toBe(lock.token);
-      const pttl = await client.pttl('test:{order:1}');
+      expect(await suite.client.get('test:{order:1}')).toBe(lock.token);
+      const pttl = await suite.client.pttl('test:{order:1}');
       expect(pttl).toBeGreaterThan(4_000);
       expect(pttl).toBeLessThanOrEqual(5_000);
       expect(lock.isHeld()).toBe(true);
       expect(await locks.isLocked('order:1')).toBe(true);
       expect(await lock.release()).toBe(true);
       expect(lock.signal.aborted).toBe(true);
-      expect(await client.exists('test:{order:1}')).toBe(0);
+      expect(await suite.client.exists('test:{order:1}')).toBe(0);
       expect(await lock.release()).toBe(false);
       expect(await locks.isLocked('order:1')).toBe(false);
     });
 
     it("release of an expired lock returns false, counts it and never deletes the next holder's lock", async () => {
-      const locks = await pool.make({ ttl: 100, watchdog: false });
+      const locks = await suite.pool.make({ ttl: 100, watchdog: false });
       const first = await locks.acquire('order:2');
       await sleep(150);
       expect(first.isHeld()).toBe(false);
       const second = await locks.acquire('order:2', { ttl: 5_000 });
       expect(await first.release()).toBe(false);
-      expect(await client.get('test:{order:2}')).toBe(second.token);
+      expect(await suite.client.get('test:{order:2}')).toBe(second.token);
       expect(locks.getStats().releaseFailures).toBe(1);
       expect(await second.release()).toBe(true);
     });
 
     it('sends no release after a failed acquire: a busy attempt is exactly one script call', async () => {
-      const holder = await pool.make();
-      const other = await pool.make();
+      const holder = await suite.pool.make();
+      const other = await suite.pool.make();
       const lock = await holder.acquire('order:3');
       // ioredis sends EVAL the first time a connection uses a script, EVALSHA afterwards: count both.
-      const scriptCalls = async () => (await commandCalls(client, 'eval')) + (await commandCalls(client, 'evalsha'));
+      const scriptCalls = async () => (await commandCalls(suite.client, 'eval')) + (await commandCalls(suite.client, 'evalsha'));
       const before = await scriptCalls();
       await expect(other.acquire('order:3', { onBusy: 'throw' })).rejects.toBeInstanceOf(LockBusyError);
       await sleep(50);
@@ -59,30 +50,30 @@ describe('LockService against a real redis-server: acquire, release, validation'
     });
 
     it('extend() sets a new lease owner-checked, and fails with LockLostError once the lease is gone', async () => {
-      const locks = await pool.make({ ttl: 1_000, watchdog: false });
+      const locks = await suite.pool.make({ ttl: 1_000, watchdog: false });
       const lock = await locks.acquire('order:4');
       await lock.extend(10_000);
-      expect(await client.pttl('test:{order:4}')).toBeGreaterThan(9_000);
-      await client.set('test:{order:4}', 'someone-else');
+      expect(await suite.client.pttl('test:{order:4}')).toBeGreaterThan(9_000);
+      await suite.client.set('test:{order:4}', 'someone-else');
       await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
       expect(lock.signal.aborted).toBe(true);
       expect(lock.signal.reason).toBeInstanceOf(LockLostError);
       expect(await lock.release()).toBe(false);
-      expect(await client.get('test:{order:4}')).toBe('someone-else');
+      expect(await suite.client.get('test:{order:4}')).toBe('someone-else');
     });
 
     it('a lone lock is kept alive by the watchdog well past its ttl', async () => {
-      const locks = await pool.make({ ttl: 300 });
+      const locks = await suite.pool.make({ ttl: 300 });
       const lock = await locks.acquire('order:6');
       await sleep(1_000);
       expect(lock.isHeld()).toBe(true);
-      expect(await client.pttl('test:{order:6}')).toBeGreaterThan(0);
+      expect(await suite.client.pttl('test:{order:6}')).toBeGreaterThan(0);
       expect(locks.getStats().renewals).toBeGreaterThanOrEqual(3);
       await lock.release();
     });
 
     it('Symbol.asyncDispose releases', async () => {
-      const locks = await pool.make();
+      const locks = await suite.pool.make();
       {
         await using held = await locks.acquire('order:5');
         expect(await locks.isLocked('order:5')).toBe(true);
@@ -115,21 +106,21 @@ describe('LockService against a real redis-server: acquire, release, validation'
     });
 
     it('survives a server that forgot our scripts (SCRIPT FLUSH, as after a restart or failover): acquire, renewals, release', async () => {
-      const locks = await pool.make({ ttl: 600 });
+      const locks = await suite.pool.make({ ttl: 600 });
       const first = await locks.acquire('flush:1');
       await first.release();
-      await client.script('FLUSH');
+      await suite.client.script('FLUSH');
       const lock = await locks.acquire('flush:1'); // EVALSHA → NOSCRIPT → EVAL
-      await client.script('FLUSH');
+      await suite.client.script('FLUSH');
       const renewalsBefore = locks.getStats().renewals;
       await sleep(700); // past the ttl: only watchdog renewals (pipelined EVALSHA → NOSCRIPT → reload) keep it
       expect(locks.getStats().renewals).toBeGreaterThan(renewalsBefore);
       expect(locks.getStats().renewalErrors).toBe(0);
       expect(lock.isHeld()).toBe(true);
-      expect(await client.get('test:{flush:1}')).toBe(lock.token);
-      await client.script('FLUSH');
+      expect(await suite.client.get('test:{flush:1}')).toBe(lock.token);
+      await suite.client.script('FLUSH');
       expect(await lock.release()).toBe(true);
-      expect(await client.exists('test:{flush:1}')).toBe(0);
+      expect(await suite.client.exists('test:{flush:1}')).toBe(0);
     });
   });
 
@@ -138,9 +129,9 @@ describe('LockService against a real redis-server: acquire, release, validation'
     const ownServer = () => !process.env.REDIS_URL;
     (ownServer() ? it : it.skip)('an acquire answered after its lease ran out is reported as a connection problem, never as success, and given back at once', async () => {
       const TTL = 600;
-      const locks = await pool.make({ ttl: TTL, commandTimeout: 2_000 });
-      const fenceBefore = Number((await client.get('test:{slow:1}:f')) ?? '0');
-      const sleeper = redis.client();
+      const locks = await suite.pool.make({ ttl: TTL, commandTimeout: 2_000 });
+      const fenceBefore = Number((await suite.client.get('test:{slow:1}:f')) ?? '0');
+      const sleeper = suite.redis.client();
       await sleeper.ping(); // connected: the DEBUG SLEEP goes out at once and reaches Redis before our acquire
       void sleeper.call('DEBUG', 'SLEEP', '0.8').catch(() => undefined);
       await sleep(20);
@@ -150,15 +141,15 @@ describe('LockService against a real redis-server: acquire, release, validation'
       expect(error.message).toMatch(/beyond its 600 ms lease/);
       // The attempt did take the key once Redis woke (the fence moved), with a fresh PX 600 by Redis'
       // clock: left alone, the key would stay about TTL longer. Given back means gone well before that.
-      expect(Number(await client.get('test:{slow:1}:f'))).toBeGreaterThan(fenceBefore);
-      expect(await pollUntil(async () => (await client.exists('test:{slow:1}')) === 0, TTL / 3, 2)).toBe(true);
+      expect(Number(await suite.client.get('test:{slow:1}:f'))).toBeGreaterThan(fenceBefore);
+      expect(await pollUntil(async () => (await suite.client.exists('test:{slow:1}')) === 0, TTL / 3, 2)).toBe(true);
       expect(performance.now() - rejectedAt).toBeLessThan(TTL / 2);
     });
   });
 
   describe('timeouts', () => {
     it('a reply that arrived while this process was blocked is not reported as a timeout', async () => {
-      const locks = await pool.make({ commandTimeout: 100, ttl: 5_000 });
+      const locks = await suite.pool.make({ commandTimeout: 100, ttl: 5_000 });
       const pending = locks.acquire('blocked:1');
       const until = performance.now() + 300; // the event loop is blocked past commandTimeout; Redis answers meanwhile
       while (performance.now() < until);
@@ -171,7 +162,7 @@ describe('LockService against a real redis-server: acquire, release, validation'
       const warnings: Error[] = [];
       const onWarning = (w: Error) => warnings.push(w);
       process.on('warning', onWarning);
-      const locks = await pool.make();
+      const locks = await suite.pool.make();
       const lock = await locks.acquire('crowd:1');
       const waiters = Array.from({ length: 30 }, () => locks.withLock('crowd:1', () => undefined, { waitTimeout: 5_000 }));
       await sleep(50);
@@ -224,12 +215,12 @@ describe('LockService against a real redis-server: acquire, release, validation'
 
     it('rejects bad module options when the service is made', () => {
       expect(() => new LockService({ redis: '' })).toThrow(LockOptionsError);
-      expect(() => new LockService({ redis: redis.url, ttl: -5 })).toThrow(/DistributedLockModule\.ttl/);
-      expect(() => new LockService({ redis: redis.url, commandTimeout: 0 })).toThrow(/commandTimeout/);
+      expect(() => new LockService({ redis: suite.redis.url, ttl: -5 })).toThrow(/DistributedLockModule\.ttl/);
+      expect(() => new LockService({ redis: suite.redis.url, commandTimeout: 0 })).toThrow(/commandTimeout/);
     });
 
     it('takes special characters literally', async () => {
-      const online = await pool.make();
+      const online = await suite.pool.make();
       for (const key of ['*', 'a?b', '[x]', '{tag}', 'line\r\nbreak', 'ключ', '🔒']) {
         const lock = await online.acquire(key);
         expect(await online.isLocked(key)).toBe(true);

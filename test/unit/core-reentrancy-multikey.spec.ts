@@ -1,30 +1,20 @@
 import type Redis from 'ioredis';
 import { LockBusyError, LockService, LockTimeoutError, currentLock } from '../../lib';
-import { RedisProcess, SharedRedis } from '../harness/redis-process';
-import { ServicePool, pollUntil, sleep } from './core-helpers';
+import { pollUntil, redisSuite, sleep } from './core-helpers';
 
 describe('LockService: reentrancy, context and multi-key locks', () => {
-  let redis: SharedRedis;
-  let client: Redis;
-  const pool = new ServicePool(() => redis.url);
-
-  beforeAll(async () => {
-    redis = await RedisProcess.shared();
-    client = redis.client();
-  });
-  afterEach(() => pool.closeAll());
-  afterAll(() => redis.stop());
+  const suite = redisSuite();
 
   describe('reentrancy and context', () => {
     it('a nested acquisition of a held key does not deadlock and its release does not free the outer lock', async () => {
-      const locks = await pool.make();
+      const locks = await suite.pool.make();
       const result = await locks.withLock('re:1', async (outer) => {
         expect(currentLock()).toBe(outer);
         const inner = await locks.acquire('re:1', { onBusy: 'throw' });
         expect(inner.fencingToken).toBe(outer.fencingToken);
         expect(await inner.release()).toBe(true);
         expect(outer.isHeld()).toBe(true);
-        expect(await client.get('test:{re:1}')).toBe(outer.token);
+        expect(await suite.client.get('test:{re:1}')).toBe(outer.token);
         return locks.withLock(['re:1', 're:2'], async (both) => {
           expect(currentLock()).toBe(both);
           return both.keys;
@@ -32,11 +22,11 @@ describe('LockService: reentrancy, context and multi-key locks', () => {
       });
       expect(result).toEqual(['re:1', 're:2']);
       expect(currentLock()).toBeUndefined();
-      expect(await client.exists('test:{re:1}', 'test:{re:2}')).toBe(0);
+      expect(await suite.client.exists('test:{re:1}', 'test:{re:2}')).toBe(0);
     });
 
     it('the lock context does not leak into concurrent unrelated work', async () => {
-      const locks = await pool.make();
+      const locks = await suite.pool.make();
       let seenOutside: unknown = 'unset';
       let release!: () => void;
       const gate = new Promise<void>((r) => (release = r));
@@ -53,11 +43,11 @@ describe('LockService: reentrancy, context and multi-key locks', () => {
 
   describe('multi-key locks', () => {
     it('are all-or-nothing: a busy second key leaves the first one free', async () => {
-      const holder = await pool.make();
-      const other = await pool.make();
+      const holder = await suite.pool.make();
+      const other = await suite.pool.make();
       const b = await holder.acquire('acct:b');
       await expect(other.acquire(['acct:a', 'acct:b'], { onBusy: 'throw' })).rejects.toBeInstanceOf(LockBusyError);
-      expect(await client.exists('test:{acct:a}')).toBe(0);
+      expect(await suite.client.exists('test:{acct:a}')).toBe(0);
       await b.release();
       const both = await other.acquire(['acct:b', 'acct:a', 'acct:b']);
       expect(both.keys).toEqual(['acct:a', 'acct:b']);
@@ -66,8 +56,8 @@ describe('LockService: reentrancy, context and multi-key locks', () => {
     });
 
     it("take keys in one canonical order, so ['a','b'] and ['b','a'] never deadlock", async () => {
-      const one = await pool.make({ waitTimeout: 5_000 });
-      const two = await pool.make({ waitTimeout: 5_000 });
+      const one = await suite.pool.make({ waitTimeout: 5_000 });
+      const two = await suite.pool.make({ waitTimeout: 5_000 });
       let inside = 0;
       let overlaps = 0;
       const run = async (svc: LockService, keys: string[]) => {
@@ -85,26 +75,26 @@ describe('LockService: reentrancy, context and multi-key locks', () => {
 
     /** The token of the one waiter queued on `key` (the multi-key lock's owner token), once it is there. */
     const queuedToken = async (key: string): Promise<string> => {
-      expect(await pollUntil(async () => (await client.llen(`test:{${key}}:q`)) === 1, 1_000, 2)).toBe(true);
-      return (await client.lrange(`test:{${key}}:q`, 0, 0))[0];
+      expect(await pollUntil(async () => (await suite.client.llen(`test:{${key}}:q`)) === 1, 1_000, 2)).toBe(true);
+      return (await suite.client.lrange(`test:{${key}}:q`, 0, 0))[0];
     };
 
     it('keep the keys taken first renewed while waiting for a later one, longer than their ttl', async () => {
       const TTL = 300;
-      const holder = await pool.make();
-      const multi = await pool.make({ ttl: TTL });
-      const third = await pool.make();
+      const holder = await suite.pool.make();
+      const multi = await suite.pool.make({ ttl: TTL });
+      const third = await suite.pool.make();
       const b = await holder.acquire('part:b', { ttl: 10_000 });
       const waiting = multi.acquire(['part:a', 'part:b'], { waitTimeout: 5_000 });
       waiting.catch(() => undefined); // awaited below; a failed expectation before that must not leave it unhandled
       const token = await queuedToken('part:b');
       // part:a is taken (canonical order) and ours while we wait for part:b.
-      expect(await client.get('test:{part:a}')).toBe(token);
+      expect(await suite.client.get('test:{part:a}')).toBe(token);
       // Wait over 3 TTLs: part:a must never lapse, and nobody else can take it meanwhile.
       const until = performance.now() + 3.5 * TTL;
       let looks = 0;
       while (performance.now() < until) {
-        expect(await client.get('test:{part:a}')).toBe(token);
+        expect(await suite.client.get('test:{part:a}')).toBe(token);
         await sleep(25);
         looks++;
       }
@@ -115,27 +105,27 @@ describe('LockService: reentrancy, context and multi-key locks', () => {
       const both = await waiting;
       expect(both.token).toBe(token);
       expect(both.isHeld()).toBe(true);
-      expect(await client.mget('test:{part:a}', 'test:{part:b}')).toEqual([token, token]);
+      expect(await suite.client.mget('test:{part:a}', 'test:{part:b}')).toEqual([token, token]);
       expect(both.fencingTokens.get('part:b')).toBeGreaterThan(b.fencingToken);
       expect(looks).toBeGreaterThan(10);
       expect(await both.release()).toBe(true);
-      expect(await client.exists('test:{part:a}', 'test:{part:b}')).toBe(0);
+      expect(await suite.client.exists('test:{part:a}', 'test:{part:b}')).toBe(0);
     });
 
     it('give the keys taken first back at once when the wait for a later key times out', async () => {
       const TTL = 600;
       const WAIT = 900;
-      const holder = await pool.make();
-      const multi = await pool.make({ ttl: TTL });
-      const third = await pool.make();
+      const holder = await suite.pool.make();
+      const multi = await suite.pool.make({ ttl: TTL });
+      const third = await suite.pool.make();
       const b = await holder.acquire('tpart:b', { ttl: 10_000 });
       const started = performance.now();
       const failing = multi.acquire(['tpart:a', 'tpart:b'], { waitTimeout: WAIT }).catch((e) => e);
       const token = await queuedToken('tpart:b');
-      expect(await client.get('test:{tpart:a}')).toBe(token);
+      expect(await suite.client.get('test:{tpart:a}')).toBe(token);
       // Still ours past its first TTL (renewed while waiting), shortly before the timeout.
       await sleep(Math.max(0, started + WAIT - 150 - performance.now()));
-      expect(await client.get('test:{tpart:a}')).toBe(token);
+      expect(await suite.client.get('test:{tpart:a}')).toBe(token);
       const error = await failing;
       expect(error).toBeInstanceOf(LockTimeoutError);
       expect(error.key).toBe('tpart:b');
@@ -143,11 +133,11 @@ describe('LockService: reentrancy, context and multi-key locks', () => {
       // had it not been given back. The give-back is written before the acquire rejects (the caller does
       // not wait for its reply, so a Redis that stopped answering cannot hold the error back), so it is
       // gone within a round trip or two.
-      expect(await pollUntil(async () => (await client.exists('test:{tpart:a}')) === 0, 100, 2)).toBe(true);
+      expect(await pollUntil(async () => (await suite.client.exists('test:{tpart:a}')) === 0, 100, 2)).toBe(true);
       const free = await third.acquire('tpart:a', { onBusy: 'throw' });
       expect(free.isHeld()).toBe(true);
-      expect(await pollUntil(async () => (await client.llen('test:{tpart:b}:q')) === 0, 200, 2)).toBe(true);
-      expect(await client.get('test:{tpart:b}')).toBe(b.token);
+      expect(await pollUntil(async () => (await suite.client.llen('test:{tpart:b}:q')) === 0, 200, 2)).toBe(true);
+      expect(await suite.client.get('test:{tpart:b}')).toBe(b.token);
       expect(await free.release()).toBe(true);
       expect(await b.release()).toBe(true);
     });

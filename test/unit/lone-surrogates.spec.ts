@@ -5,33 +5,23 @@
  */
 import type Redis from 'ioredis';
 import { LockKeyError, LockService, lockKey } from '../../lib';
-import { RedisProcess, SharedRedis } from '../harness/redis-process';
-import { ServicePool, commandCalls } from './core-helpers';
+import { commandCalls, redisSuite } from './core-helpers';
 
 const HIGH = 'user:\ud800';
 const LOW = 'user:\udfff';
 
 describe('keys with lone UTF-16 surrogates', () => {
-  let redis: SharedRedis;
-  let client: Redis;
-  const pool = new ServicePool(() => redis.url);
+  const suite = redisSuite();
 
-  beforeAll(async () => {
-    redis = await RedisProcess.shared();
-    client = redis.client();
-  });
-  afterEach(() => pool.closeAll());
-  afterAll(() => redis.stop());
-
-  const scriptCalls = async () => (await commandCalls(client, 'eval')) + (await commandCalls(client, 'evalsha'));
+  const scriptCalls = async () => (await commandCalls(suite.client, 'eval')) + (await commandCalls(suite.client, 'evalsha'));
 
   it('are one key to Redis (why they must be refused)', async () => {
-    await client.set(`surrogate-demo:${HIGH}`, 'high', 'PX', 10_000);
-    expect(await client.get(`surrogate-demo:${LOW}`)).toBe('high');
+    await suite.client.set(`surrogate-demo:${HIGH}`, 'high', 'PX', 10_000);
+    expect(await suite.client.get(`surrogate-demo:${LOW}`)).toBe('high');
   });
 
   it('two keys differing only in a lone surrogate are refused, never merged into one lock; nothing reaches Redis', async () => {
-    const locks = await pool.make();
+    const locks = await suite.pool.make();
     const before = await scriptCalls();
     const first = await locks.acquire(HIGH).catch((e: unknown) => e);
     const second = await locks.acquire(LOW, { onBusy: 'throw' }).catch((e: unknown) => e);
@@ -44,11 +34,11 @@ describe('keys with lone UTF-16 surrogates', () => {
     await expect(locks.withLock(LOW, () => 1)).rejects.toBeInstanceOf(LockKeyError);
     await expect(locks.isLocked(LOW)).rejects.toBeInstanceOf(LockKeyError);
     expect(await scriptCalls()).toBe(before);
-    expect(await client.keys('test:*')).toEqual([]);
+    expect(await suite.client.keys('test:*')).toEqual([]);
 
     // Well-formed text, surrogate pairs included, is taken as it is.
     const lock = await locks.acquire('user:🔒');
-    expect(await client.get('test:{user:🔒}')).toBe(lock.token);
+    expect(await suite.client.get('test:{user:🔒}')).toBe(lock.token);
     await lock.release();
   });
 
@@ -61,7 +51,7 @@ describe('keys with lone UTF-16 surrogates', () => {
   });
 
   it('are refused in keyPrefix when the service is made', () => {
-    const make = () => void new LockService({ redis: redis.url, keyPrefix: `app\udbff:` }).close(); // closed if it was made
+    const make = () => void new LockService({ redis: suite.redis.url, keyPrefix: `app\udbff:` }).close(); // closed if it was made
     expect(make).toThrow(LockKeyError);
     expect(make).toThrow(/keyPrefix "app\\udbff:" contains a lone UTF-16 surrogate/);
   });
