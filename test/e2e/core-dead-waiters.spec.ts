@@ -5,13 +5,11 @@
  * call still does a bounded amount of work (STALE_WAITERS_PER_CALL entries).
  */
 import * as path from 'path';
-import type Redis from 'ioredis';
 import { LockService } from '../../lib';
 import { STALE_WAITERS_PER_CALL } from '../../lib/redis/scripts/lua-functions';
 import { commandStats } from '../harness/command-stats';
-import { RedisProcess } from '../harness/redis-process';
-import { killSurvivors, startWorker, WorkerHandle } from '../harness/worker-process';
-import { SettleTracker } from './workers/support/settle-tracker';
+import { startWorker, WorkerHandle } from '../harness/worker-process';
+import { lockSuite } from './workers/support/lock-suite';
 import { isAlive, pollUntil, sleep } from './workers/support/timing';
 
 const WAITERS = 10_000;
@@ -19,42 +17,17 @@ const WAITER_LEASE = 1_000;
 const QUEUED_WAITERS = path.join(__dirname, 'workers', 'queued-waiters.worker.ts');
 
 describe('dead waiters at scale (T14)', () => {
-  let redis: RedisProcess;
-  let client: Redis;
-  const services: LockService[] = [];
-  const workers: WorkerHandle[] = [];
-  const calls = new SettleTracker();
-
-  beforeAll(async () => {
-    redis = await RedisProcess.start();
-    client = redis.client();
-  });
-  afterEach(async () => {
-    await Promise.all(services.splice(0).map((s) => s.close()));
-    expect(calls.pending()).toEqual([]);
-  });
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-    client.disconnect();
-    await redis.stop();
-  });
-  afterAll(() => expect(killSurvivors()).toEqual([]));
-
-  async function makeService(): Promise<LockService> {
-    const service = new LockService({ redis: redis.url, keyPrefix: 'dw:', ttl: 30_000, waitTimeout: 20_000, waiterLease: WAITER_LEASE });
-    services.push(service);
-    await service.onModuleInit();
-    return service;
-  }
+  const suite = lockSuite({ keyPrefix: 'dw:', ttl: 30_000, waitTimeout: 20_000, waiterLease: WAITER_LEASE });
+  const makeService = () => suite.makeService();
 
   /** Queues WAITERS places for `key` from another process (to be killed with -9 by `kill9`). */
   async function queueDeadWaiters(key: string): Promise<WorkerHandle> {
     const worker = startWorker(QUEUED_WAITERS, {
-      env: { REDIS_URL: redis.url, KEY: key, KEY_PREFIX: 'dw:', WAITERS: String(WAITERS), WAITER_LEASE: String(WAITER_LEASE) },
+      env: { REDIS_URL: suite.redis.url, KEY: key, KEY_PREFIX: 'dw:', WAITERS: String(WAITERS), WAITER_LEASE: String(WAITER_LEASE) },
     });
-    workers.push(worker);
+    suite.workers.push(worker);
     await worker.waitFor((l) => l.event === 'queued', 20_000);
-    expect(await pollUntil(async () => (await client.llen(`dw:{${key}}:q`)) === WAITERS, 20_000, 20)).toBe(true);
+    expect(await pollUntil(async () => (await suite.client.llen(`dw:{${key}}:q`)) === WAITERS, 20_000, 20)).toBe(true);
     return worker;
   }
 
@@ -68,14 +41,14 @@ describe('dead waiters at scale (T14)', () => {
   /** A live waiter queued behind the dead ones; resolves with the time (ms) it got the lock. */
   async function liveWaiterBehind(service: LockService, key: string): Promise<{ got: Promise<number>; release: () => Promise<boolean> }> {
     let release: () => Promise<boolean> = async () => false;
-    const got = calls.track(
+    const got = suite.calls.track(
       'live waiter',
       service.acquire(key).then((lock) => {
         release = () => lock.release();
         return performance.now();
       }),
     );
-    expect(await pollUntil(async () => (await client.llen(`dw:{${key}}:q`)) === WAITERS + 1, 5_000)).toBe(true);
+    expect(await pollUntil(async () => (await suite.client.llen(`dw:{${key}}:q`)) === WAITERS + 1, 5_000)).toBe(true);
     return { got, release: () => release() };
   }
 
@@ -86,20 +59,20 @@ describe('dead waiters at scale (T14)', () => {
     const waiter = await liveWaiterBehind(await makeService(), 'stale');
     await kill9(dead);
     await sleep(WAITER_LEASE + 100); // every dead place has lapsed
-    await client.config('RESETSTAT');
+    await suite.client.config('RESETSTAT');
 
     const releasedAt = performance.now();
     expect(await held.release()).toBe(true);
     const waited = (await waiter.got) - releasedAt;
-    const scriptCalls = (await commandStats(client)).evalsha ?? 0;
+    const scriptCalls = (await commandStats(suite.client)).evalsha ?? 0;
     console.log(`dead waiters (lapsed): live waiter got the lock ${waited.toFixed(1)} ms after the release; ${scriptCalls} script calls`);
     // One handover plus the purge calls that follow it back to back (each bounded), not a refresh later.
     expect(waited).toBeLessThan(WAITER_LEASE / 3);
     expect(scriptCalls).toBeLessThanOrEqual(Math.ceil(WAITERS / STALE_WAITERS_PER_CALL) + 5);
     expect(await waiter.release()).toBe(true);
     // Nothing of the dead process is left in the queue.
-    expect(await client.llen('dw:{stale}:q')).toBe(0);
-    expect(await client.zcard('dw:{stale}:w')).toBe(0);
+    expect(await suite.client.llen('dw:{stale}:q')).toBe(0);
+    expect(await suite.client.zcard('dw:{stale}:w')).toBe(0);
   });
 
   it('released while the dead places are still valid: the live waiter gets the lock within waiterLease + one handover', async () => {
@@ -120,17 +93,17 @@ describe('dead waiters at scale (T14)', () => {
   it('no live waiter queued: a newcomer finds the free lock free, however many dead places are queued', async () => {
     // The dead places are queued behind a holder that then crashes (its key expires), so no
     // release runs to drop them: only the newcomer's own call.
-    await client.set('dw:{orphan}', 'crashed-holder', 'PX', 30_000);
+    await suite.client.set('dw:{orphan}', 'crashed-holder', 'PX', 30_000);
     await kill9(await queueDeadWaiters('orphan'));
     await sleep(WAITER_LEASE + 100);
-    await client.pexpire('dw:{orphan}', 1);
-    expect(await pollUntil(async () => (await client.exists('dw:{orphan}')) === 0, 1_000)).toBe(true);
-    expect(await client.llen('dw:{orphan}:q')).toBe(WAITERS);
+    await suite.client.pexpire('dw:{orphan}', 1);
+    expect(await pollUntil(async () => (await suite.client.exists('dw:{orphan}')) === 0, 1_000)).toBe(true);
+    expect(await suite.client.llen('dw:{orphan}:q')).toBe(WAITERS);
 
     const newcomer = await makeService();
     const lock = await newcomer.tryAcquire('orphan');
     expect(lock).not.toBeNull();
-    expect(await client.exists('dw:{orphan}:q')).toBe(0);
+    expect(await suite.client.exists('dw:{orphan}:q')).toBe(0);
     expect(await lock!.release()).toBe(true);
   });
 });

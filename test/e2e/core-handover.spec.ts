@@ -6,39 +6,14 @@
  * - a short ttl must not make handed-over leases arrive already expired.
  */
 import Redis from 'ioredis';
-import { Lock, LockConnectionError, LockService } from '../../lib';
+import { DistributedLockModuleOptions, Lock, LockConnectionError } from '../../lib';
 import { commandStats } from '../harness/command-stats';
-import { RedisProcess } from '../harness/redis-process';
-import { SettleTracker } from './workers/support/settle-tracker';
+import { lockSuite } from './workers/support/lock-suite';
 import { pollUntil, sleep } from './workers/support/timing';
 
 describe('handover', () => {
-  let redis: RedisProcess;
-  let client: Redis;
-  const services: LockService[] = [];
-  const clients: Redis[] = [];
-  const calls = new SettleTracker();
-
-  beforeAll(async () => {
-    redis = await RedisProcess.start();
-    client = redis.client();
-  });
-  afterEach(async () => {
-    await Promise.all(services.splice(0).map((s) => s.close()));
-    clients.splice(0).forEach((c) => c.disconnect());
-    expect(calls.pending()).toEqual([]);
-  });
-  afterAll(async () => {
-    client.disconnect();
-    await redis.stop();
-  });
-
-  async function makeService(options: Partial<ConstructorParameters<typeof LockService>[0]> = {}): Promise<LockService> {
-    const service = new LockService({ redis: redis.url, keyPrefix: 'ho:', ttl: 5_000, waitTimeout: 10_000, ...options });
-    services.push(service);
-    await service.onModuleInit();
-    return service;
-  }
+  const suite = lockSuite({ keyPrefix: 'ho:', ttl: 5_000, waitTimeout: 10_000 });
+  const makeService = (options: Partial<DistributedLockModuleOptions> = {}) => suite.makeService(options);
 
   it('a late handover message for key a does not make a multi-key wait believe it holds key b', async () => {
     const holderA = await makeService();
@@ -48,45 +23,45 @@ describe('handover', () => {
 
     // The waiter's own client, so the test can reach the subscriber connection the wake channel
     // duplicates from it and hold back what it reads (a slow subscriber socket).
-    const source = new Redis(redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
-    clients.push(source);
+    const source = new Redis(suite.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    suite.clients.push(source);
     const subscribers: Redis[] = [];
     const duplicate = source.duplicate.bind(source);
     source.duplicate = (...args: Parameters<Redis['duplicate']>) => {
       const copy = duplicate(...args);
       subscribers.push(copy);
-      clients.push(copy);
+      suite.clients.push(copy);
       return copy;
     };
     const waiter = await makeService({ redis: source, waiterLease: 300 });
 
     let settledAt = 0;
-    const waiting = calls.track(
+    const waiting = suite.calls.track(
       'multi-key waiter',
       waiter.acquire(['a', 'b']).then((lock) => {
         settledAt = performance.now();
         return lock;
       }),
     );
-    expect(await pollUntil(async () => (await client.llen('ho:{a}:q')) === 1, 2_000)).toBe(true);
+    expect(await pollUntil(async () => (await suite.client.llen('ho:{a}:q')) === 1, 2_000)).toBe(true);
     expect(await pollUntil(() => subscribers[0]?.status === 'ready', 2_000)).toBe(true);
     await sleep(100); // the subscription is confirmed
-    const [waiterToken] = await client.lrange('ho:{a}:q', 0, 0);
+    const [waiterToken] = await suite.client.lrange('ho:{a}:q', 0, 0);
 
     // Slow subscriber: the handover message for a is not read until we let it through.
     subscribers[0].stream.pause();
     expect(await heldA.release()).toBe(true);
-    expect(await client.get('ho:{a}')).toBe(waiterToken);
+    expect(await suite.client.get('ho:{a}')).toBe(waiterToken);
     // The waiter's periodic retry finds a already its own and moves on to wait for b.
-    expect(await pollUntil(async () => (await client.llen('ho:{b}:q')) === 1, 2_000)).toBe(true);
-    expect(await client.lrange('ho:{b}:q', 0, 0)).toEqual([waiterToken]);
+    expect(await pollUntil(async () => (await suite.client.llen('ho:{b}:q')) === 1, 2_000)).toBe(true);
+    expect(await suite.client.lrange('ho:{b}:q', 0, 0)).toEqual([waiterToken]);
 
     // Now the late message about a arrives, while b is still held by holderB.
     subscribers[0].stream.resume();
     await sleep(300);
     expect(settledAt).toBe(0);
     expect(heldB.isHeld()).toBe(true);
-    expect(await client.get('ho:{b}')).toBe(heldB.token);
+    expect(await suite.client.get('ho:{b}')).toBe(heldB.token);
 
     const releasedAt = performance.now();
     expect(await heldB.release()).toBe(true);
@@ -101,7 +76,7 @@ describe('handover', () => {
     // ttl 500 with the default waiterLease (3 s): waiters refresh their place about once a second,
     // so a lease counted from the last refresh was often over before the handover reached the waiter.
     const contenders = await Promise.all([1, 2, 3, 4].map(() => makeService({ ttl: 500 })));
-    await client.config('RESETSTAT');
+    await suite.client.config('RESETSTAT');
     const failures: string[] = [];
     let acquired = 0;
     await Promise.all(
@@ -119,7 +94,7 @@ describe('handover', () => {
         }
       }),
     );
-    const handovers = await publishCalls(client);
+    const handovers = await publishCalls(suite.client);
     console.log(`short ttl: ${acquired} of 24 acquired, ${handovers} handovers, failures: ${failures.length}`);
     expect(failures).toEqual([]);
     expect(acquired).toBe(24);

@@ -151,7 +151,7 @@ describe('T8 latency and partition between the library and Redis', () => {
     expect(goneAt - sentAt).toBeGreaterThanOrEqual(TTL - 5);
   });
 
-  it('blackhole during hold: the signal aborts (expired) at the deadline, a direct suite.client gets the key ≤ TTL after the last renewal, and the library recovers', async () => {
+  it('blackhole during hold: the signal aborts (expired) at the deadline, a direct client gets the key ≤ TTL after the last renewal, and the library recovers', async () => {
     const TTL = 1_500;
     const COMMAND_TIMEOUT = 400;
     const p = await proxy();
@@ -175,9 +175,9 @@ describe('T8 latency and partition between the library and Redis', () => {
     const stats = locks.getStats();
     console.log(
       `T8 blackhole during hold: lost ${(abort.at - lastRenewalAt).toFixed(1)} ms after the last renewal, ` +
-        `${(abort.perfAt - deadline).toFixed(1)} ms after its deadline (measured timer suite.lateness allows ${allowed.toFixed(1)} ms; ` +
+        `${(abort.perfAt - deadline).toFixed(1)} ms after its deadline (measured timer lateness allows ${allowed.toFixed(1)} ms; ` +
         `reason ${(abort.reason as LockLostError).reason}), ` +
-        `renewal errors ${stats.renewalErrors}; direct suite.client took the key ${(taken.at - lastRenewalAt).toFixed(1)} ms after the last renewal`,
+        `renewal errors ${stats.renewalErrors}; direct client took the key ${(taken.at - lastRenewalAt).toFixed(1)} ms after the last renewal`,
     );
     // The fault fired: renewals were sent into the blackhole and failed.
     expect(stats.renewalErrors).toBeGreaterThanOrEqual(1);
@@ -188,7 +188,7 @@ describe('T8 latency and partition between the library and Redis', () => {
     expect(abort.perfAt - deadline).toBeGreaterThanOrEqual(0);
     expect(abort.perfAt - deadline).toBeLessThanOrEqual(allowed);
     expect(lock.isHeld()).toBe(false);
-    // ...before anyone else could have the key, and the other suite.client got it as soon as Redis let go.
+    // ...before anyone else could have the key, and the other client got it as soon as Redis let go.
     expect(taken.error).toBeUndefined();
     const next = taken.value as Lock;
     expect(abort.at).toBeLessThanOrEqual(taken.at);
@@ -287,7 +287,7 @@ describe('T8 latency and partition between the library and Redis', () => {
       probe = netns.client();
       await probe.ping();
     });
-    // Runs before the suite's afterEach: the suite.services then close over a healed network.
+    // Runs before the suite's afterEach: the services then close over a healed network.
     afterEach(() => netns?.heal());
     afterAll(() => netns?.stop());
 
@@ -349,7 +349,7 @@ describe('T8 latency and partition between the library and Redis', () => {
       expect(await probe.exists('t8:{ipt-drop:after}')).toBe(0);
     }, 15_000);
 
-    netnsIt('REJECT (TCP reset): the release fails at once with LockConnectionError, suite.calls meanwhile are never "busy", the key lapses ≤ TTL later, the library reconnects after the heal', async () => {
+    netnsIt('REJECT (TCP reset): the release fails at once with LockConnectionError, calls meanwhile are never "busy", the key lapses ≤ TTL later, the library reconnects after the heal', async () => {
       const net = netns!;
       const locks = await makeService(net.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT });
       const sentAt = hrMs();

@@ -88,7 +88,7 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
     const stats = locks.getStats();
     console.log(
       `T4 (b) lease lost ${afterPause.toFixed(1)} ms after the freeze (TTL ${TTL}), ${afterDeadline.toFixed(1)} ms after its deadline ` +
-        `(measured timer suite.lateness allows ${allowed.toFixed(1)} ms), reason ${(abort.reason as LockLostError).reason}, renewal errors ${stats.renewalErrors}`,
+        `(measured timer lateness allows ${allowed.toFixed(1)} ms), reason ${(abort.reason as LockLostError).reason}, renewal errors ${stats.renewalErrors}`,
     );
     expect(abort.reason).toBeInstanceOf(LockLostError);
     expect((abort.reason as LockLostError).reason).toBe('expired');
@@ -167,7 +167,7 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
       await timed(suite.calls.track('isLocked', locks.isLocked('d:key'))),
       await timed(suite.calls.track('withLock', locks.withLock('d:key', () => 'ran'))),
     ];
-    console.log(`T4 (d) suite.calls on a killed Redis settled after ${results.map((r) => r.ms.toFixed(1)).join(', ')} ms`);
+    console.log(`T4 (d) calls on a killed Redis settled after ${results.map((r) => r.ms.toFixed(1)).join(', ')} ms`);
     for (const r of results) {
       expect(r.error).toBeInstanceOf(LockConnectionError);
       expect(r.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);

@@ -65,7 +65,7 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
   const makeService = (options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> =>
     startService(suite.services, { redis: suite.redis.url, keyPrefix: 't5:', ttl: TTL, ...options });
 
-  /** Pauses writes for `ms` and resolves with how long a plain SET from another suite.client was held up. */
+  /** Pauses writes for `ms` and resolves with how long a plain SET from another client was held up. */
   async function pauseWrites(ms: number): Promise<{ pausedAt: number; probeMs: Promise<number> }> {
     await admin.call('CLIENT', 'PAUSE', String(ms), 'WRITE');
     const pausedAt = hrMs();
@@ -115,7 +115,7 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
     const waited = await waiter;
     console.log(
       `T5 pause: probe SET held ${delayed.toFixed(1)} ms; holder lost ${(abort.perfAt - deadline).toFixed(1)} ms after its deadline ` +
-        `(${(abort.reason as LockLostError).reason}; measured timer suite.lateness allows ${allowed.toFixed(1)} ms); fresh acquire settled after ` +
+        `(${(abort.reason as LockLostError).reason}; measured timer lateness allows ${allowed.toFixed(1)} ms); fresh acquire settled after ` +
         `${fresh.ms.toFixed(1)} ms: ${(fresh.error as Error)?.message}; its key gone ${freeGoneAt === undefined ? 'never' : `${(freeGoneAt - fresh.at).toFixed(1)} ms later`}; ` +
         `waiter settled ${(waited.at - pausedAt).toFixed(1)} ms after the pause: ` +
         (waited.value ? `lock, validity at return ${waited.value.validityAtReturn.toFixed(1)} ms, PTTL ${waited.value.pttl} ms` : `${(waited.error as Error)?.message}`),
@@ -155,10 +155,10 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
     expect(await suite.calls.track('release of the lost lock', held.release())).toBe(false);
   });
 
-  it('two suite.services hammering one key through repeated CLIENT PAUSEs: 0 overlaps, every returned lock valid', async () => {
+  it('two services hammering one key through repeated CLIENT PAUSEs: 0 overlaps, every returned lock valid', async () => {
     const RUN_MS = 6_500;
     const PAUSE_EVERY = 2_000;
-    // One service whose suite.calls outlast a pause (late answers must be refused), one whose suite.calls time out first.
+    // One service whose calls outlast a pause (late answers must be refused), one whose calls time out first.
     const a = await makeService({ commandTimeout: 2_500, waitTimeout: 5_000 });
     const b = await makeService({ commandTimeout: 500, waitTimeout: 5_000 });
     const sections: Section[] = [];
