@@ -8,7 +8,6 @@
  * Each case first proves the fault fired: a frozen or dead server does not answer a raw PING, a
  * killed server's pid is gone.
  */
-import type Redis from 'ioredis';
 import { DistributedLockModuleOptions, Lock, LockConnectionError, LockLostError, LockService } from '../../lib';
 import { pingOnce } from '../harness/redis-ping';
 import { acquireUntilBack, startService, faultSuite } from './workers/support/fault-helpers';

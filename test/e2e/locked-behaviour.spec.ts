@@ -4,7 +4,7 @@
  * subscriptions held under the lock, and every defect reported at decoration/bootstrap.
  */
 import 'reflect-metadata';
-import { Injectable, INestApplicationContext, Module } from '@nestjs/common';
+import { Injectable, INestApplicationContext, Module, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Observable, Subject, defer, firstValueFrom, lastValueFrom, map, of, take, takeUntil, timer, toArray } from 'rxjs';
 import {
@@ -27,7 +27,7 @@ const calls: string[] = [];
 @Injectable()
 class Inner {
   @Locked('acct:<0>')
-  async touch(id: string) {
+  async touch(_id: string) {
     const lock = currentLock()!;
     return { key: lock.key, fence: lock.fencingToken, aborted: lock.signal.aborted };
   }
@@ -50,7 +50,7 @@ class Outer {
   }
 
   @Locked('outer:<0>', { onBusy: 'fail-fast', fallback: 'outer-busy' })
-  async callsHot(id: string) {
+  async callsHot(_id: string) {
     return this.inner.hot();
   }
 
@@ -97,7 +97,7 @@ class Streams {
   }
 }
 
-async function appWith(redisUrl: string | undefined, providers: any[], keyPrefix?: string): Promise<INestApplicationContext> {
+async function appWith(redisUrl: string | undefined, providers: Provider[], keyPrefix?: string): Promise<INestApplicationContext> {
   @Module({
     imports: redisUrl ? [DistributedLockModule.forRoot({ redis: redisUrl, keyPrefix })] : [],
     providers,
@@ -234,7 +234,7 @@ describe('@Locked behaviour', () => {
       await expect(bootstrap()).rejects.toThrow(/@Locked on BadTemplateService\.place: key template "order:<0>:<1\.id>" uses <1\.id>, but the method declares 1 parameter/);
     });
 
-    it.each<[string, () => unknown, new (...a: any[]) => Error, RegExp]>([
+    it.each<[string, () => unknown, new (...a: never[]) => Error, RegExp]>([
       ['async generator', () => { class G { @Locked('g') async *items() { yield 1; } } return G; }, DistributedLockError, /generator methods cannot be @Locked/],
       ['sync generator', () => { class G { @Locked('g') *items() { yield 1; } } return G; }, DistributedLockError, /generator methods cannot be @Locked/],
       ['@Locked twice', () => { class T { @Locked('a') @Locked('b') m() { return 1; } } return T; }, DistributedLockError, /@Locked is applied twice/],

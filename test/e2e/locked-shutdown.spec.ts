@@ -7,7 +7,7 @@
  * the lease lapses by TTL, the key is logged, and it is never deleted under the running code.
  */
 import 'reflect-metadata';
-import { INestApplicationContext, Injectable, Module } from '@nestjs/common';
+import { INestApplicationContext, Injectable, Module, Provider } from '@nestjs/common';
 import { EventEmitter2, EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { Interval, ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
@@ -104,7 +104,7 @@ class SettlementTicker {
 interface Kind {
   name: string;
   key: string;
-  providers: any[];
+  providers: Provider[];
   /** Starts the body; resolves when the caller (method, event emitter, scheduler) sees it end. */
   start(app: INestApplicationContext): Promise<unknown>;
 }
@@ -142,7 +142,7 @@ describe('T13 shutdown drains a running non-HTTP @Locked body', () => {
   });
   afterAll(() => redis.stop());
 
-  async function appWith(providers: any[], options: Partial<DistributedLockModuleOptions>): Promise<INestApplicationContext> {
+  async function appWith(providers: Provider[], options: Partial<DistributedLockModuleOptions>): Promise<INestApplicationContext> {
     @Module({
       imports: [
         DistributedLockModule.forRoot({ redis: redis.url, keyPrefix: PREFIX, ...options }),

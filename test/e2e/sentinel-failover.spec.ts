@@ -89,7 +89,7 @@ describe('T6 Sentinel failover', () => {
     );
     expect(before.length).toBeGreaterThan(50);
     expect(firstAfter).toBeDefined();
-    expect(firstAfter! - failoverAt).toBeLessThan(RESUME_AFTER_FAILOVER_MS);
+    expect(firstAfter - failoverAt).toBeLessThan(RESUME_AFTER_FAILOVER_MS);
     expect(contenders.grantsBetween(failoverAt).length).toBeGreaterThanOrEqual(100);
     // Never "busy" or "timed out" for a server that is gone: the lock state was unknown, and said so.
     for (const f of contenders.failures) expect(f.error).toBeInstanceOf(LockConnectionError);

@@ -23,7 +23,6 @@ const COMMAND_TIMEOUT = 1_000;
 const ACK_TIMEOUT = 200;
 /** Scheduling on a loaded 2-core box; bounds below are the configured bound + this. */
 const SLACK = 150;
-const KEY = 't6a:{k}';
 
 describe('T6 replicaAcks', () => {
   const t6 = sentinelSuite(

@@ -1,4 +1,3 @@
-import type Redis from 'ioredis';
 import { LockBusyError, LockService, LockTimeoutError } from '../../lib';
 import { commandCalls, redisSuite, sleep } from './core-helpers';
 

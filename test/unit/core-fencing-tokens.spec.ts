@@ -1,5 +1,4 @@
-import type Redis from 'ioredis';
-import { LockService } from '../../lib';
+import { Lock, LockService } from '../../lib';
 import { RedisProcess } from '../harness/redis-process';
 import { redisSuite, sleep } from './core-helpers';
 
@@ -70,7 +69,7 @@ describe('LockService: fencing tokens', () => {
         await own.restart();
         const probe = own.client();
         expect(await probe.dbsize()).toBe(0);
-        let after;
+        let after: Lock | undefined;
         for (let i = 0; i < 40 && !after; i++) after = await locks.acquire('fence:2').catch(() => sleep(50).then(() => undefined));
         expect(after).toBeDefined();
         expect(after!.fencingToken).toBeGreaterThan(before.fencingToken);

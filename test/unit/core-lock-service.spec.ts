@@ -1,4 +1,3 @@
-import type Redis from 'ioredis';
 import { LockBusyError, LockConnectionError, LockKeyError, LockLostError, LockOptionsError, LockService, LockTimeoutError } from '../../lib';
 import { RedisProcess } from '../harness/redis-process';
 import { commandCalls, pollUntil, redisSuite, sleep } from './core-helpers';

@@ -1,4 +1,3 @@
-import type Redis from 'ioredis';
 import { LockBusyError, LockService, LockTimeoutError, currentLock } from '../../lib';
 import { pollUntil, redisSuite, sleep } from './core-helpers';
 

@@ -3,7 +3,6 @@
  * U+FFFD. So `user:\ud800` and `user:\udfff` are one Redis key, and the second caller was told
  * "busy" by a lock that is not its own. Ill-formed keys are refused before any Redis command.
  */
-import type Redis from 'ioredis';
 import { LockKeyError, LockService, lockKey } from '../../lib';
 import { commandCalls, redisSuite } from './core-helpers';
 

@@ -81,4 +81,4 @@ process.on('message', (m: { acquire?: string; wait?: number; release?: boolean; 
   }
 });
 
-locks.onModuleInit().then(() => emit({ ready: true }));
+void locks.onModuleInit().then(() => emit({ ready: true }));

@@ -41,7 +41,7 @@ export function checkHolds(holds: readonly Hold[]): HoldViolation[] {
     const asked = [...new Set(h.invoke.keys ?? [])].sort();
     const granted = Object.keys(h.grant.fences).sort();
     if (asked.join('\0') !== granted.join('\0')) {
-      violations.push({ kind: 'grant-keys', key: asked.join(','), a: h, detail: `asked for [${asked}] but the lock reports fences for [${granted}]` });
+      violations.push({ kind: 'grant-keys', key: asked.join(','), a: h, detail: `asked for [${asked.join(',')}] but the lock reports fences for [${granted.join(',')}]` });
     }
     for (const key of ownKeys(h)) {
       const fence = fenceOf(h, key);

@@ -25,7 +25,7 @@ export function sentinelSuite(defaults: Partial<DistributedLockModuleOptions>, b
   const current: SentinelCase = {
     calls: new SettleTracker(),
     services: [],
-    makeService: (options) => startService(current.services, { ...defaults, ...options } as DistributedLockModuleOptions),
+    makeService: (options) => startService(current.services, { ...defaults, ...options }),
   };
 
   beforeAll(() => unhandled.start());
