@@ -8,9 +8,8 @@ import type { RedisLockStore, RenewRequest } from '../redis/redis-lock-store';
 
 /**
  * Most renewals one pipeline carries. Building, sending and parsing a renewal costs about 10 µs of
- * client CPU here, so 500 keep each turn of the event loop near 5 ms. Measured with 10,000 leases:
- * one pipeline per tick stalled the application for 130–170 ms once per tick; pipelines of 500
- * (1,000) brought the longest event-loop delay to 28 ms (34–36 ms).
+ * client CPU here, so 500 keep each turn of the event loop near 5 ms; with 10,000 leases one pipeline
+ * per tick stalled the event loop for over 100 ms (figures: docs/benchmark.md).
  */
 const RENEWALS_PER_PIPELINE = 500;
 

@@ -18,7 +18,7 @@ type Wake = (handover: Handover) => void;
  * The one pub/sub channel of a LockService, on one subscriber connection, subscribed once (at the
  * first wait) and kept until shutdown: no SUBSCRIBE/UNSUBSCRIBE per wait, no channel per key to
  * leak, no connection per waiter. A release that hands the lock to a waiter publishes
- * `<token> <fence> <lease ms>` on the channel of that waiter's service only, so exactly one process
+ * `<token> <fence> <lease ms> <place ms left> <lock key>` on the channel of that waiter's service only, so exactly one process
  * hears about each release.
  */
 export class WakeChannel {
