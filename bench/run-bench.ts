@@ -53,7 +53,9 @@ async function main(): Promise<number> {
   const config = benchConfig();
   installRoundTripCounter();
   const machine = machineInfo(await redisServerVersion());
-  log(`nestjs-distributed-lock bench${config.quick ? ' (BENCH_QUICK=1)' : ''}: Node ${machine.node}, ${machine.cpu}, ${machine.cores} cores, redis-server ${machine.redis}`);
+  log(
+    `nestjs-distributed-lock bench${config.quick ? ' (BENCH_QUICK=1)' : ''}: Node ${machine.node}, ${machine.cpu}, ${machine.cores} cores, redis-server ${machine.redis}`,
+  );
   const idle = await idleRedisCpuUsPerSec();
 
   log(`(a) sequential: ${config.sequential.rounds} rounds × ${config.sequential.cyclesPerRound} cycles per library…`);

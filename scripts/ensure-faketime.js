@@ -9,8 +9,7 @@
 const fs = require('fs');
 const { ensureDebianPackage, runAsCli } = require('./debian-package');
 
-const NOT_INSTALLED =
-  'libfaketime is not installed (needed by the clock-jump test). Install it with: sudo apt-get install -y faketime';
+const NOT_INSTALLED = 'libfaketime is not installed (needed by the clock-jump test). Install it with: sudo apt-get install -y faketime';
 
 // Debian installs it per architecture (e.g. /usr/lib/x86_64-linux-gnu/faketime/); a source build
 // goes to /usr/local/lib/faketime/. The MT variant first: Node is multi-threaded, and that build

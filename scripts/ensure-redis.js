@@ -11,8 +11,7 @@ const { ensureDebianPackage, runAsCli } = require('./debian-package');
 
 // Non-login shells and CI images often lack the sbin directories on PATH.
 const EXTRA_DIRS = ['/usr/bin', '/usr/sbin', '/usr/local/bin'];
-const NOT_INSTALLED =
-  'redis-server is not installed. Install it with: sudo apt-get install -y redis-server';
+const NOT_INSTALLED = 'redis-server is not installed. Install it with: sudo apt-get install -y redis-server';
 
 function isExecutable(file) {
   try {

@@ -7,10 +7,4 @@ import { redlock10msAdapter, redlockDefaultAdapter } from './redlock.adapter';
 export * from './lock-adapter';
 
 /** Column order of every table: ours first, then the peers, then the floor. */
-export const ADAPTERS: readonly LockAdapter[] = [
-  oursAdapter,
-  redisSemaphoreAdapter,
-  redlockDefaultAdapter,
-  redlock10msAdapter,
-  rawFloorAdapter,
-];
+export const ADAPTERS: readonly LockAdapter[] = [oursAdapter, redisSemaphoreAdapter, redlockDefaultAdapter, redlock10msAdapter, rawFloorAdapter];

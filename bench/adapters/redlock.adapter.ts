@@ -35,7 +35,12 @@ function redlockAdapter(name: string, settings: Settings, describe: string): Loc
             let finish!: () => void;
             const done = new Promise<void>((resolve) => (finish = resolve));
             const run = redlock.using([key], ttl, async () => {
-              resolveHeld({ release: async () => { finish(); await run; } });
+              resolveHeld({
+                release: async () => {
+                  finish();
+                  await run;
+                },
+              });
               await done;
             });
             run.catch(rejectHeld);

@@ -6,10 +6,10 @@ export function fmt(value: number | undefined, digits = 1): string {
   return value.toFixed(digits);
 }
 
-export const fmtMs = (value: number | undefined): string => (value === undefined || Number.isNaN(value) ? 'n/a' : value < 10 ? value.toFixed(2) : fmt(value, 0));
+export const fmtMs = (value: number | undefined): string =>
+  value === undefined || Number.isNaN(value) ? 'n/a' : value < 10 ? value.toFixed(2) : fmt(value, 0);
 
-export const fmtPct = (share: number | undefined): string =>
-  share === undefined || Number.isNaN(share) ? 'n/a' : `${(share * 100).toFixed(0)}%`;
+export const fmtPct = (share: number | undefined): string => (share === undefined || Number.isNaN(share) ? 'n/a' : `${(share * 100).toFixed(0)}%`);
 
 /** "1.12× (0.95–1.30)": a paired ratio's median and its spread over rounds. */
 export const fmtRatioSpread = (ratio: { median: number; min: number; max: number }): string =>

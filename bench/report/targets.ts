@@ -146,7 +146,9 @@ export function targetsTable(checks: readonly TargetCheck[]): Table {
 }
 
 function best(names: string[], value: (name: string) => number | undefined, pick: (...v: number[]) => number) {
-  const present = names.map((name) => ({ name, value: value(name) })).filter((e): e is { name: string; value: number } => e.value !== undefined && !Number.isNaN(e.value));
+  const present = names
+    .map((name) => ({ name, value: value(name) }))
+    .filter((e): e is { name: string; value: number } => e.value !== undefined && !Number.isNaN(e.value));
   if (present.length === 0) return undefined;
   const target = pick(...present.map((e) => e.value));
   return present.find((e) => e.value === target);

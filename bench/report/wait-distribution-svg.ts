@@ -15,11 +15,7 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replac
  * Hand-written SVG: the cumulative distribution of waits (call → entering the section) per
  * library, log-scaled time axis, with the issue's p99 bound as a dashed line.
  */
-export function waitDistributionSvg(
-  title: string,
-  byLib: ReadonlyArray<{ name: string; result: ContendedResult }>,
-  boundMs: number,
-): string {
+export function waitDistributionSvg(title: string, byLib: ReadonlyArray<{ name: string; result: ContendedResult }>, boundMs: number): string {
   const maxWait = Math.max(boundMs, ...byLib.map((l) => l.result.waitMax));
   const decadeMax = 10 ** Math.ceil(Math.log10(maxWait));
   const lo = Math.log10(MIN_MS);
@@ -30,7 +26,9 @@ export function waitDistributionSvg(
   const y = (share: number) => MARGIN.top + (1 - share) * plotH;
 
   const parts: string[] = [];
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" font-family="sans-serif" font-size="12">`);
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" font-family="sans-serif" font-size="12">`,
+  );
   parts.push(`<rect width="100%" height="100%" fill="white"/>`);
   parts.push(`<text x="${MARGIN.left}" y="24" font-size="15" font-weight="bold">${esc(title)}</text>`);
   // Grid and axes.
@@ -45,7 +43,9 @@ export function waitDistributionSvg(
     parts.push(`<text x="${MARGIN.left - 8}" y="${Number(gy) + 4}" text-anchor="end">${Math.round(s * 100)}%</text>`);
   }
   parts.push(`<rect x="${MARGIN.left}" y="${MARGIN.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#333"/>`);
-  parts.push(`<text x="${MARGIN.left + plotW / 2}" y="${HEIGHT - 18}" text-anchor="middle">wait, ms (log scale; call → entering the critical section)</text>`);
+  parts.push(
+    `<text x="${MARGIN.left + plotW / 2}" y="${HEIGHT - 18}" text-anchor="middle">wait, ms (log scale; call → entering the critical section)</text>`,
+  );
   parts.push(`<text transform="translate(18 ${MARGIN.top + plotH / 2}) rotate(-90)" text-anchor="middle">share of acquisitions waiting ≤ x</text>`);
   // The issue's bound for p99.
   const bx = x(boundMs);
@@ -66,9 +66,7 @@ export function waitDistributionSvg(
     const lx = MARGIN.left + plotW + 16;
     parts.push(`<line x1="${lx}" y1="${ly}" x2="${lx + 24}" y2="${ly}" stroke="${color}" stroke-width="3"/>`);
     parts.push(`<text x="${lx + 30}" y="${ly + 4}" font-weight="bold">${esc(name)}</text>`);
-    parts.push(
-      `<text x="${lx + 30}" y="${ly + 20}">p50 ${fmtMs(percentile(sorted, 50))} · p99 ${fmtMs(percentile(sorted, 99))} ms (n=${n})</text>`,
-    );
+    parts.push(`<text x="${lx + 30}" y="${ly + 20}">p50 ${fmtMs(percentile(sorted, 50))} · p99 ${fmtMs(percentile(sorted, 99))} ms (n=${n})</text>`);
   });
   parts.push('</svg>');
   return parts.join('\n') + '\n';

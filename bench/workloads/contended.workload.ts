@@ -103,12 +103,7 @@ const KEY = 'bench:c';
  * need no cross-process clock. The run lasts `durationMs`; workers still waiting then finish
  * their wait (drain), so the longest waits are measured, not cut off.
  */
-export async function runContended(
-  adapter: LockAdapter,
-  workers: number,
-  sectionMs: number,
-  durationMs: number,
-): Promise<ContendedResult> {
+export async function runContended(adapter: LockAdapter, workers: number, sectionMs: number, durationMs: number): Promise<ContendedResult> {
   return withFreshServer(async ({ url, admin }) => {
     const clients: LockClient[] = [];
     try {

@@ -14,5 +14,13 @@ export interface LockStats {
 
 /** @internal */
 export const emptyStats = (): LockStats => ({
-  acquired: 0, released: 0, releaseFailures: 0, lost: 0, renewals: 0, renewalErrors: 0, busy: 0, timeouts: 0, connectionErrors: 0,
+  acquired: 0,
+  released: 0,
+  releaseFailures: 0,
+  lost: 0,
+  renewals: 0,
+  renewalErrors: 0,
+  busy: 0,
+  timeouts: 0,
+  connectionErrors: 0,
 });

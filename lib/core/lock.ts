@@ -62,7 +62,14 @@ export class Lock implements AsyncDisposable {
   }
 
   /** @internal A handle for `keys` under `token`; its leases are added as the engine takes them. */
-  static create(token: string, keys: readonly string[], leases: readonly Lease[], outer: readonly Lock[], options: ResolvedLockOptions, runtime: LockRuntime): Lock {
+  static create(
+    token: string,
+    keys: readonly string[],
+    leases: readonly Lease[],
+    outer: readonly Lock[],
+    options: ResolvedLockOptions,
+    runtime: LockRuntime,
+  ): Lock {
     return new Lock(token, keys, leases, outer, options, runtime);
   }
 
@@ -91,7 +98,9 @@ export class Lock implements AsyncDisposable {
     if (!this.combinedSignal) {
       this.controller = new AbortController();
       if (this.abortReason !== undefined) this.controller.abort(this.abortReason);
-      this.combinedSignal = this.outer.length ? AbortSignal.any([this.controller.signal, ...this.outer.map((o) => o.signal)]) : this.controller.signal;
+      this.combinedSignal = this.outer.length
+        ? AbortSignal.any([this.controller.signal, ...this.outer.map((o) => o.signal)])
+        : this.controller.signal;
     }
     return this.combinedSignal;
   }

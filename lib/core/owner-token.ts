@@ -24,5 +24,4 @@ export const newServiceId = (): string => randomText(9);
  * release that hands the lock to a queued waiter reads from its token which service to notify and
  * what lease it asked for. base64url has no '.'.
  */
-export const newOwnerToken = (serviceId: string, ttl: number): string =>
-  `${serviceId}.${ttl}.${randomText(16)}`;
+export const newOwnerToken = (serviceId: string, ttl: number): string => `${serviceId}.${ttl}.${randomText(16)}`;

@@ -16,6 +16,6 @@ export function describeValue(value: unknown): string {
   if (typeof value === 'string') return value.length === 0 ? 'an empty string' : `the string ${quoted(value)}`;
   if (typeof value === 'number') return Number.isNaN(value) ? 'NaN' : `the number ${value}`;
   if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return `an object (${(value).constructor?.name ?? 'null prototype'})`;
+  if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'null prototype'})`;
   return `a ${typeof value}`;
 }

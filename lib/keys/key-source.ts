@@ -50,7 +50,9 @@ function functionSource(fn: (...args: never[]) => unknown, where: string): Compi
       if (list.length === 0) throw new LockKeyError(`${where}: the key function returned an empty array. The method was not run.`);
       for (const key of list) {
         if (typeof key !== 'string' || key.length === 0) {
-          throw new LockKeyError(`${where}: the key function returned ${describeValue(key)}; expected a non-empty string (or an array of them). The method was not run.`);
+          throw new LockKeyError(
+            `${where}: the key function returned ${describeValue(key)}; expected a non-empty string (or an array of them). The method was not run.`,
+          );
         }
       }
       return list as string[];

@@ -43,7 +43,9 @@ export function parseKeyTemplate(template: unknown, where: string): KeyTemplate 
   }
   const surrogate = loneSurrogateIn(template);
   if (surrogate) {
-    throw new LockKeyError(`${where}: key template ${JSON.stringify(template)} contains a lone UTF-16 surrogate (${surrogate}). ${LONE_SURROGATE_ADVICE}`);
+    throw new LockKeyError(
+      `${where}: key template ${JSON.stringify(template)} contains a lone UTF-16 surrogate (${surrogate}). ${LONE_SURROGATE_ADVICE}`,
+    );
   }
   const literals: string[] = [];
   const placeholders: KeyPlaceholder[] = [];

@@ -49,4 +49,3 @@ export function keyValueText(value: unknown, placeholder: KeyPlaceholder, where:
 export function escapeKeyValue(text: string): string {
   return text.replace(/[%:]/g, (ch) => (ch === '%' ? '%25' : '%3A'));
 }
-

@@ -20,4 +20,3 @@ export function loneSurrogateIn(text: string): string | undefined {
 export const LONE_SURROGATE_ADVICE =
   'Redis stores keys as UTF-8, where every lone surrogate becomes U+FFFD, so this key would share a lock with every key ' +
   'that differs from it only there. Use well-formed text: fix the decoding or slicing that produced it, or lock on an id.';
-

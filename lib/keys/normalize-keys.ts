@@ -3,7 +3,6 @@ import { describeValue, quoted } from '../errors/describe-value';
 import { LONE_SURROGATE_ADVICE, loneSurrogateIn } from './lone-surrogate';
 import { MAX_KEY_BYTES } from '../options/lock-defaults';
 
-
 /**
  * Validates keys before any Redis command and puts them in the one canonical order (sorted,
  * duplicates dropped) in which every caller takes them, so `['a','b']` and `['b','a']` cannot
@@ -25,7 +24,8 @@ function assertKey(key: unknown): void {
   if (typeof key !== 'string') {
     throw new LockKeyError(`Lock key: expected a non-empty string, got ${describeValue(key)}. Build the key from a string or number id.`);
   }
-  if (key.length === 0) throw new LockKeyError('Lock key: expected a non-empty string, got "". An empty key would make unrelated callers share one lock.');
+  if (key.length === 0)
+    throw new LockKeyError('Lock key: expected a non-empty string, got "". An empty key would make unrelated callers share one lock.');
   const surrogate = loneSurrogateIn(key);
   if (surrogate) throw new LockKeyError(`Lock key ${quoted(key)} contains a lone UTF-16 surrogate (${surrogate}). ${LONE_SURROGATE_ADVICE}`);
   // A UTF-16 length within a third of the limit cannot exceed it in UTF-8 bytes: skip the count.

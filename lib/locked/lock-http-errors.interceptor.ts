@@ -26,7 +26,13 @@ export class LockHttpErrorsInterceptor implements NestInterceptor {
 export function toHttpError(error: unknown): unknown {
   if (error instanceof LockBusyError || error instanceof LockTimeoutError) {
     return new ConflictException(
-      { statusCode: 409, error: 'Conflict', message: error.message, resource: error.key, reason: error instanceof LockBusyError ? 'busy' : 'timeout' },
+      {
+        statusCode: 409,
+        error: 'Conflict',
+        message: error.message,
+        resource: error.key,
+        reason: error instanceof LockBusyError ? 'busy' : 'timeout',
+      },
       { cause: error },
     );
   }

@@ -7,7 +7,8 @@ import { LOCK_SERVICE_REF } from './locked.internal-constants';
  * call fails: a `@Locked` method never runs unlocked.
  */
 export function lockServiceOf(self: unknown, where: string): LockService {
-  const service = self !== null && (typeof self === 'object' || typeof self === 'function') ? (self as Record<symbol, unknown>)[LOCK_SERVICE_REF] : undefined;
+  const service =
+    self !== null && (typeof self === 'object' || typeof self === 'function') ? (self as Record<symbol, unknown>)[LOCK_SERVICE_REF] : undefined;
   if (service) return service as LockService;
   throw new DistributedLockError(
     `${where} was called, but no LockService is attached to ${self === undefined || self === null ? 'its receiver (it was called without its instance: bind it)' : 'its instance'}. ` +

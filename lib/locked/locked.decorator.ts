@@ -33,15 +33,19 @@ import type { LockedOptions } from './locked-options.interface';
  */
 export function Locked(keys: LockKeySpec, options: LockedOptions = {}): MethodDecorator {
   return (target: object, propertyKey: string | symbol, descriptor: PropertyDescriptor) => {
-    const className = typeof target === 'function' ? target.name : target.constructor?.name ?? '(anonymous class)';
+    const className = typeof target === 'function' ? target.name : (target.constructor?.name ?? '(anonymous class)');
     const where = `@Locked on ${className}.${String(propertyKey)}`;
     const original: unknown = descriptor?.value;
     if (typeof original !== 'function') throw new DistributedLockError(`${where}: @Locked decorates methods only.`);
     if (typeof target === 'function') {
-      throw new DistributedLockError(`${where}: static methods cannot be @Locked (the lock service is found on the instance); use LockService.withLock.`);
+      throw new DistributedLockError(
+        `${where}: static methods cannot be @Locked (the lock service is found on the instance); use LockService.withLock.`,
+      );
     }
     if (LOCKED_WRAPPERS.has(original)) {
-      throw new DistributedLockError(`${where}: @Locked is applied twice; pass several keys as one array, @Locked(['a:<0>', 'b:<1>']), so they are taken in one canonical order.`);
+      throw new DistributedLockError(
+        `${where}: @Locked is applied twice; pass several keys as one array, @Locked(['a:<0>', 'b:<1>']), so they are taken in one canonical order.`,
+      );
     }
     rejectGenerators(original, where);
     const lockOptions = checkOptions(options, where);

@@ -63,7 +63,10 @@ export function resolveLockOptions(base: ResolvedLockOptions, overrides: LockOpt
     onLockLost: assertFunctionOrUndefined(`${where}.onLockLost`, o.onLockLost ?? base.onLockLost),
   };
   if (resolved.retryDelay.max < resolved.retryDelay.min) {
-    throw new LockOptionsError(`${where}.retryDelay.max`, `must be at least retryDelay.min (${resolved.retryDelay.min}), got ${resolved.retryDelay.max}.`);
+    throw new LockOptionsError(
+      `${where}.retryDelay.max`,
+      `must be at least retryDelay.min (${resolved.retryDelay.min}), got ${resolved.retryDelay.max}.`,
+    );
   }
   return resolved;
 }
@@ -108,7 +111,10 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
  */
 function assertReplicaAcksUsable(redis: unknown, replicaAckTimeout: number, commandTimeout: number): void {
   if (isClusterClient(redis)) {
-    throw new LockOptionsError('replicaAcks', 'is not supported with a Redis Cluster client; use a single primary with replicas (e.g. under Sentinel), or leave it 0.');
+    throw new LockOptionsError(
+      'replicaAcks',
+      'is not supported with a Redis Cluster client; use a single primary with replicas (e.g. under Sentinel), or leave it 0.',
+    );
   }
   if (replicaAckTimeout >= commandTimeout) {
     throw new LockOptionsError('replicaAckTimeout', `must be below commandTimeout (${commandTimeout} ms), got ${replicaAckTimeout}.`);

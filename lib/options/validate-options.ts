@@ -5,10 +5,7 @@ import { MAX_TIMER_MS, MIN_TTL_MS } from './lock-defaults';
 /** Validation runs before any Redis command, so a bad value never reaches Redis. */
 export function assertIntegerMs(option: string, value: unknown, min: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_TIMER_MS) {
-    throw new LockOptionsError(
-      option,
-      `expected an integer number of milliseconds from ${min} to ${MAX_TIMER_MS}, got ${describeValue(value)}.`,
-    );
+    throw new LockOptionsError(option, `expected an integer number of milliseconds from ${min} to ${MAX_TIMER_MS}, got ${describeValue(value)}.`);
   }
   return value;
 }
@@ -51,4 +48,3 @@ export function assertFunctionOrUndefined<T>(option: string, value: unknown): T 
   }
   return value as T | undefined;
 }
-

@@ -21,5 +21,7 @@ export function toConnectionError(operation: string, error: unknown): Error {
   const misdirected = sentinelMisdirection(operation, error);
   if (misdirected) return misdirected;
   const message = error instanceof Error ? error.message : String(error);
-  return new LockConnectionError(`Redis ${operation} failed: ${message}. Check that Redis is reachable; the lock state is unknown.`, operation, { cause: error });
+  return new LockConnectionError(`Redis ${operation} failed: ${message}. Check that Redis is reachable; the lock state is unknown.`, operation, {
+    cause: error,
+  });
 }

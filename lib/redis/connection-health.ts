@@ -25,7 +25,9 @@ export function reportConnectionHealth(client: RedisClient, state: ConnectionSta
     if (!healthy || closed.aborted || !state.connectedBefore) return;
     healthy = false;
     const reason = state.reason || ' (closed by the server or the network)';
-    logger.warn(`Redis connection to ${address(state)} lost${reason}; it is being re-established, and lock calls fail with LockConnectionError until it is back.`);
+    logger.warn(
+      `Redis connection to ${address(state)} lost${reason}; it is being re-established, and lock calls fail with LockConnectionError until it is back.`,
+    );
   });
   client.on('ready', () => {
     const first = !reachedBefore;

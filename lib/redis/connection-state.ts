@@ -130,7 +130,7 @@ export function describeTarget(client: RedisClient): string {
     const nodes = ((client as unknown as { startupNodes?: ClusterNode[] }).startupNodes ?? []).map(nodeText);
     return `Redis Cluster (${nodes.join(', ')})`;
   }
-  const o = (client).options;
+  const o = client.options;
   if (o.sentinels?.length) {
     return `Redis primary "${o.name}" (via Sentinels ${o.sentinels.map((s) => `${s.host ?? 'localhost'}:${s.port ?? 26379}`).join(', ')})`;
   }

@@ -125,8 +125,7 @@ export class RedisLockStore {
    */
   private passOnStale(keys: LockRedisKeys): void {
     const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.channelPrefix];
-    const step = (): Promise<void> =>
-      this.script(LOCK_SCRIPTS.passOn, 'release', keys, args).then((more) => (more === 1 ? step() : undefined));
+    const step = (): Promise<void> => this.script(LOCK_SCRIPTS.passOn, 'release', keys, args).then((more) => (more === 1 ? step() : undefined));
     step().catch(() => undefined);
   }
 
@@ -142,9 +141,7 @@ export class RedisLockStore {
   async renewMany(requests: readonly RenewRequest[]): Promise<Array<boolean | Error>> {
     if (requests.length === 0) return [];
     if (isClusterClient(this.client)) {
-      return Promise.all(
-        requests.map((r) => this.extend(r.keys, r.token, r.ttl).catch((error: unknown) => toConnectionError('renew', error))),
-      );
+      return Promise.all(requests.map((r) => this.extend(r.keys, r.token, r.ttl).catch((error: unknown) => toConnectionError('renew', error))));
     }
     try {
       const argLists = requests.map((r) => renewArgs(r.keys, r.token, r.ttl));
@@ -215,7 +212,13 @@ export class RedisLockStore {
     return [keys.lock, keys.fence, keys.queue, keys.waiters, token, this.channelPrefix];
   }
 
-  private script<T = unknown>(script: LuaScript, operation: string, keys: LockRedisKeys, args: CommandArg[], parse?: (reply: unknown) => T): Promise<T> {
+  private script<T = unknown>(
+    script: LuaScript,
+    operation: string,
+    keys: LockRedisKeys,
+    args: CommandArg[],
+    parse?: (reply: unknown) => T,
+  ): Promise<T> {
     this.writes.beforeSend(this.deadlines.inFlight > 0);
     return this.deadlines.bound(
       operation,
@@ -240,4 +243,3 @@ const isOne = (reply: unknown): boolean => reply === 1;
 
 /** `handed-over`: the release gave the lock to the next waiter (whose process is being told so). */
 export type ReleaseOutcome = 'not-owner' | 'freed' | 'handed-over';
-

@@ -24,9 +24,7 @@ export class AppCluster {
   private constructor(readonly instances: readonly AppInstance[]) {}
 
   static async start(opts: ClusterOptions): Promise<AppCluster> {
-    const workers = Array.from({ length: opts.count }, (_, i) =>
-      startWorker(MAIN, { env: { ...opts.env, PORT: '0', INSTANCE: `app-${i + 1}` } }),
-    );
+    const workers = Array.from({ length: opts.count }, (_, i) => startWorker(MAIN, { env: { ...opts.env, PORT: '0', INSTANCE: `app-${i + 1}` } }));
     try {
       const ready = await Promise.all(workers.map((w) => w.waitFor((l) => l.event === 'listening', START_TIMEOUT_MS)));
       return new AppCluster(ready.map((line, i) => ({ name: line.instance as string, port: line.port as number, worker: workers[i] })));

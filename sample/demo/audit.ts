@@ -38,9 +38,7 @@ export class Auditor {
   }
 
   campaign(campaignId: string): CampaignAudit {
-    const row = this.db.prepare('SELECT stock, issued FROM campaigns WHERE id = ?').get(campaignId) as
-      | { stock: number; issued: number }
-      | undefined;
+    const row = this.db.prepare('SELECT stock, issued FROM campaigns WHERE id = ?').get(campaignId) as { stock: number; issued: number } | undefined;
     if (!row) throw new Error(`campaign ${campaignId} does not exist`);
     const count = (sql: string) => (this.db.prepare(sql).get(campaignId) as { n: number }).n;
     const coupons = count('SELECT COUNT(*) AS n FROM coupons WHERE campaign_id = ?');
@@ -49,13 +47,23 @@ export class Auditor {
     );
     const fenceRejections = count('SELECT COUNT(*) AS n FROM fence_rejections WHERE campaign_id = ?');
     const byInstance: Record<string, number> = {};
-    for (const r of this.db.prepare('SELECT instance, COUNT(*) AS n FROM coupons WHERE campaign_id = ? GROUP BY instance ORDER BY instance').all(campaignId) as {
+    for (const r of this.db
+      .prepare('SELECT instance, COUNT(*) AS n FROM coupons WHERE campaign_id = ? GROUP BY instance ORDER BY instance')
+      .all(campaignId) as {
       instance: string;
       n: number;
     }[]) {
       byInstance[r.instance] = r.n;
     }
-    return { stock: row.stock, counter: row.issued, coupons, oversold: Math.max(0, coupons - row.stock), duplicateUsers, fenceRejections, byInstance };
+    return {
+      stock: row.stock,
+      counter: row.issued,
+      coupons,
+      oversold: Math.max(0, coupons - row.stock),
+      duplicateUsers,
+      fenceRejections,
+      byInstance,
+    };
   }
 
   /** Coupons written by instances other than `instance` between two wall-clock instants. */
@@ -71,9 +79,10 @@ export class Auditor {
   cron(fromMs: number, toMs: number): CronAudit {
     const first = Math.ceil(fromMs / 1000);
     const last = Math.floor(toMs / 1000) - 1;
-    const rows = this.db
-      .prepare('SELECT tick, COUNT(*) AS n FROM settlements WHERE tick BETWEEN ? AND ? GROUP BY tick')
-      .all(first, last) as { tick: number; n: number }[];
+    const rows = this.db.prepare('SELECT tick, COUNT(*) AS n FROM settlements WHERE tick BETWEEN ? AND ? GROUP BY tick').all(first, last) as {
+      tick: number;
+      n: number;
+    }[];
     const counts = rows.map((r) => r.n);
     return {
       expectedTicks: Math.max(0, last - first + 1),

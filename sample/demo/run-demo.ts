@@ -114,9 +114,14 @@ async function main(): Promise<number> {
   const freezeClaim = 1; // the second claim: early in the burst, to app-2
   await play(
     fixed,
-    round(3, `@Locked, app-${(freezeClaim % INSTANCES) + 1} frozen (SIGSTOP) inside a claim for ${FREEZE_MS} ms > TTL ${LOCK_TTL} ms`, '@Locked + SIGSTOP', {
-      freeze: { claim: freezeClaim, userId: 'user-frozen', freezeMs: FREEZE_MS },
-    }),
+    round(
+      3,
+      `@Locked, app-${(freezeClaim % INSTANCES) + 1} frozen (SIGSTOP) inside a claim for ${FREEZE_MS} ms > TTL ${LOCK_TTL} ms`,
+      '@Locked + SIGSTOP',
+      {
+        freeze: { claim: freezeClaim, userId: 'user-frozen', freezeMs: FREEZE_MS },
+      },
+    ),
   );
   await fixed.stop();
 
@@ -136,7 +141,7 @@ async function main(): Promise<number> {
     ['round 2: 0 oversold, 0 users with 2+ coupons', clean(r2)],
     ['round 3: 0 oversold, 0 users with 2+ coupons', clean(r3)],
     ['round 3: the instance really was frozen inside a claim for longer than the TTL', freeze.verified],
-    ['round 3: the frozen holder\'s stale write did not land', freeze.staleWriteRefused],
+    ["round 3: the frozen holder's stale write did not land", freeze.staleWriteRefused],
   ];
   for (const [what, ok] of checks) console.log(`${ok ? 'PASS' : 'FAIL'}  ${what}`);
   console.log(`\nDone in ${((performance.now() - started) / 1000).toFixed(1)} s.`);
@@ -149,7 +154,7 @@ main()
     process.exitCode = code;
   })
   .catch(async (error: unknown) => {
-    console.error(`\nDemo failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+    console.error(`\nDemo failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     await cleanup();
     process.exitCode = 1;
   });

@@ -82,7 +82,8 @@ describe('T7 Redis Cluster resharding', () => {
       const client: Cluster = cluster.client(clientOptions);
       const service = new LockService({ redis: client, ttl: TTL, commandTimeout: COMMAND_TIMEOUT, waitTimeout: WAIT_TIMEOUT });
       // The watchdog and wake channel only log their trouble (a failed renewal, a CROSSSLOT there): keep every line.
-      for (const level of ['log', 'warn', 'error', 'debug'] as const) service.engine.logger[level] = (message: unknown) => void logs.push(`${level}: ${String(message)}`);
+      for (const level of ['log', 'warn', 'error', 'debug'] as const)
+        service.engine.logger[level] = (message: unknown) => void logs.push(`${level}: ${String(message)}`);
       await service.onModuleInit();
       services.push(service);
     }
@@ -212,7 +213,9 @@ describe('T7 Redis Cluster resharding', () => {
 
     const report = checkHistory(run.sections);
     const kinds = [...new Set(run.errors.map((e) => (e as Error).name))];
-    console.log(`T7 control: ${report.sections} sections, errors ${run.errors.length} ${JSON.stringify(kinds)}, first: ${(run.errors[0] as Error)?.message}`);
+    console.log(
+      `T7 control: ${report.sections} sections, errors ${run.errors.length} ${JSON.stringify(kinds)}, first: ${(run.errors[0] as Error)?.message}`,
+    );
     expect(run.errors.length).toBeGreaterThan(0);
     expect(run.errors.every((e) => e instanceof LockConnectionError)).toBe(true);
     expect(run.errors.some((e) => /redirection/i.test((e as Error).message))).toBe(true);

@@ -72,7 +72,7 @@ describe('handover', () => {
     expect(await lock.release()).toBe(true);
   });
 
-  it('a short ttl: handed-over leases count from the handover, not from the waiter\'s last queue refresh', async () => {
+  it("a short ttl: handed-over leases count from the handover, not from the waiter's last queue refresh", async () => {
     // ttl 500 with the default waiterLease (3 s): waiters refresh their place about once a second,
     // so a lease counted from the last refresh was often over before the handover reached the waiter.
     const contenders = await Promise.all([1, 2, 3, 4].map(() => makeService({ ttl: 500 })));

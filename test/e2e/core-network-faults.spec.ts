@@ -88,7 +88,9 @@ describe('T8 latency and partition between the library and Redis', () => {
     const exits = await Promise.all(crew.map((w) => w.exited));
     expect(exits).toEqual(crew.map(() => ({ code: 0, signal: null })));
 
-    const sections = crew.flatMap((w) => w.lines.filter((l) => l.enterAt !== undefined)) as Array<Section & { acquireStartAt: string; heldAtExit: boolean }>;
+    const sections = crew.flatMap((w) => w.lines.filter((l) => l.enterAt !== undefined)) as Array<
+      Section & { acquireStartAt: string; heldAtExit: boolean }
+    >;
     const latencies = sections.map((s) => stampMs(s.acquiredAt!) - stampMs(s.acquireStartAt));
     const report = checkHistory(sections);
     const counter = Number((await suite.client.get('t8:slow:counter')) ?? '0');
@@ -203,7 +205,10 @@ describe('T8 latency and partition between the library and Redis', () => {
       lock: again,
       attempts,
       ms: recoveredMs,
-    } = await acquireUntilBack(suite.calls, 'acquire after heal', () => locks.acquire('bh-hold:after', { onBusy: 'throw' }), { since: healedAt, giveUpMs: 2_000 });
+    } = await acquireUntilBack(suite.calls, 'acquire after heal', () => locks.acquire('bh-hold:after', { onBusy: 'throw' }), {
+      since: healedAt,
+      giveUpMs: 2_000,
+    });
     console.log(`T8 blackhole during hold: acquire through the proxy works again ${recoveredMs.toFixed(1)} ms after the heal (attempt ${attempts})`);
     expect(again).toBeDefined();
     expect(recoveredMs).toBeLessThanOrEqual(1_000);
@@ -296,99 +301,116 @@ describe('T8 latency and partition between the library and Redis', () => {
       return (await pollUntil(async () => (await probe.exists(key)) === 0, timeoutMs, 2)) ? hrMs() : undefined;
     }
 
-    netnsIt(`DROP: the blackholed release fails within commandTimeout, the key lapses ≤ TTL later, and the library works again after the heal`, async () => {
-      const net = netns!;
-      const locks = await makeService(net.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT });
-      const sentAt = hrMs();
-      const lock = await suite.calls.track('acquire', locks.acquire('ipt-drop'));
-      const answeredAt = hrMs();
+    netnsIt(
+      `DROP: the blackholed release fails within commandTimeout, the key lapses ≤ TTL later, and the library works again after the heal`,
+      async () => {
+        const net = netns!;
+        const locks = await makeService(net.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT });
+        const sentAt = hrMs();
+        const lock = await suite.calls.track('acquire', locks.acquire('ipt-drop'));
+        const answeredAt = hrMs();
 
-      const connection = (locks.engine.store.client as Redis).stream;
-      await net.partition('DROP', probe);
-      const partitionedAt = hrMs();
-      const release = await timed(suite.calls.track('release', lock.release()));
-      console.log(`T8 iptables DROP: release settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.message}`);
-      expect(release.error).toBeInstanceOf(LockConnectionError);
-      expect((release.error as LockConnectionError).operation).toBe('release');
-      // It was the bound that ended the call: DROP answers nothing, not even a reset.
-      expect(release.ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT - 5);
-      expect(release.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);
-      // The fault fired: the rule swallowed packets, the delete never reached Redis, nothing renewed the lease.
-      expect(await net.droppedPackets()).toBeGreaterThan(0);
-      expect(await probe.get('t8:{ipt-drop}')).toBe(lock.token);
-      expect(locks.getStats().renewals).toBe(0);
+        const connection = (locks.engine.store.client as Redis).stream;
+        await net.partition('DROP', probe);
+        const partitionedAt = hrMs();
+        const release = await timed(suite.calls.track('release', lock.release()));
+        console.log(`T8 iptables DROP: release settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.message}`);
+        expect(release.error).toBeInstanceOf(LockConnectionError);
+        expect((release.error as LockConnectionError).operation).toBe('release');
+        // It was the bound that ended the call: DROP answers nothing, not even a reset.
+        expect(release.ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT - 5);
+        expect(release.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);
+        // The fault fired: the rule swallowed packets, the delete never reached Redis, nothing renewed the lease.
+        expect(await net.droppedPackets()).toBeGreaterThan(0);
+        expect(await probe.get('t8:{ipt-drop}')).toBe(lock.token);
+        expect(locks.getStats().renewals).toBe(0);
 
-      // The lock is free ≤ TTL after Redis set it (between sentAt and answeredAt), by its TTL alone.
-      const gone = await goneAt('t8:{ipt-drop}', TTL + SLACK);
-      console.log(`T8 iptables DROP: key gone ${gone === undefined ? 'never' : `${(gone - answeredAt).toFixed(1)} ms after the acquire was answered`} (TTL ${TTL})`);
-      expect(gone).toBeDefined();
-      expect(gone! - answeredAt).toBeLessThanOrEqual(TTL + SLACK);
-      expect(gone! - sentAt).toBeGreaterThanOrEqual(TTL - 5);
-      // Someone else holds the key now (set through the spared connection, as another service would).
-      await probe.set('t8:{ipt-drop}', 'next-holder', 'PX', 30_000);
+        // The lock is free ≤ TTL after Redis set it (between sentAt and answeredAt), by its TTL alone.
+        const gone = await goneAt('t8:{ipt-drop}', TTL + SLACK);
+        console.log(
+          `T8 iptables DROP: key gone ${gone === undefined ? 'never' : `${(gone - answeredAt).toFixed(1)} ms after the acquire was answered`} (TTL ${TTL})`,
+        );
+        expect(gone).toBeDefined();
+        expect(gone! - answeredAt).toBeLessThanOrEqual(TTL + SLACK);
+        expect(gone! - sentAt).toBeGreaterThanOrEqual(TTL - 5);
+        // Someone else holds the key now (set through the spared connection, as another service would).
+        await probe.set('t8:{ipt-drop}', 'next-holder', 'PX', 30_000);
 
-      // Heal. The connection that lost packets flows again at TCP's next retransmission (exponential
-      // backoff from 200 ms: at most about as long after the heal as the partition had lasted), and
-      // the release sent into the blackhole reaches Redis after all, ahead of anything sent after it.
-      await net.heal();
-      const healedAt = hrMs();
-      const partitionMs = healedAt - partitionedAt;
-      const back = await acquireUntilBack(suite.calls, 'acquire after heal', () => locks.acquire('ipt-drop:after', { onBusy: 'throw' }), {
-        since: healedAt,
-        giveUpMs: partitionMs + 2_000,
-      });
-      console.log(`T8 iptables DROP: partition lasted ${partitionMs.toFixed(0)} ms; acquire works again ${back.ms.toFixed(1)} ms after the heal (attempt ${back.attempts})`);
-      expect(back.lock).toBeDefined();
-      expect(back.ms).toBeLessThanOrEqual(partitionMs + 1_000);
-      expect(await suite.calls.track('release after heal', back.lock!.release())).toBe(true);
-      // Same socket throughout (DROP resets nothing), so the release sent into the blackhole reached
-      // Redis before this acquire did. It was owner-checked: it found another owner and deleted nothing.
-      expect((locks.engine.store.client as Redis).stream).toBe(connection);
-      expect(await probe.get('t8:{ipt-drop}')).toBe('next-holder');
-      expect(await probe.del('t8:{ipt-drop}')).toBe(1);
-      expect(await probe.exists('t8:{ipt-drop:after}')).toBe(0);
-    }, 15_000);
+        // Heal. The connection that lost packets flows again at TCP's next retransmission (exponential
+        // backoff from 200 ms: at most about as long after the heal as the partition had lasted), and
+        // the release sent into the blackhole reaches Redis after all, ahead of anything sent after it.
+        await net.heal();
+        const healedAt = hrMs();
+        const partitionMs = healedAt - partitionedAt;
+        const back = await acquireUntilBack(suite.calls, 'acquire after heal', () => locks.acquire('ipt-drop:after', { onBusy: 'throw' }), {
+          since: healedAt,
+          giveUpMs: partitionMs + 2_000,
+        });
+        console.log(
+          `T8 iptables DROP: partition lasted ${partitionMs.toFixed(0)} ms; acquire works again ${back.ms.toFixed(1)} ms after the heal (attempt ${back.attempts})`,
+        );
+        expect(back.lock).toBeDefined();
+        expect(back.ms).toBeLessThanOrEqual(partitionMs + 1_000);
+        expect(await suite.calls.track('release after heal', back.lock!.release())).toBe(true);
+        // Same socket throughout (DROP resets nothing), so the release sent into the blackhole reached
+        // Redis before this acquire did. It was owner-checked: it found another owner and deleted nothing.
+        expect((locks.engine.store.client as Redis).stream).toBe(connection);
+        expect(await probe.get('t8:{ipt-drop}')).toBe('next-holder');
+        expect(await probe.del('t8:{ipt-drop}')).toBe(1);
+        expect(await probe.exists('t8:{ipt-drop:after}')).toBe(0);
+      },
+      15_000,
+    );
 
-    netnsIt('REJECT (TCP reset): the release fails at once with LockConnectionError, calls meanwhile are never "busy", the key lapses ≤ TTL later, the library reconnects after the heal', async () => {
-      const net = netns!;
-      const locks = await makeService(net.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT });
-      const sentAt = hrMs();
-      const lock = await suite.calls.track('acquire', locks.acquire('ipt-reject'));
-      const answeredAt = hrMs();
+    netnsIt(
+      'REJECT (TCP reset): the release fails at once with LockConnectionError, calls meanwhile are never "busy", the key lapses ≤ TTL later, the library reconnects after the heal',
+      async () => {
+        const net = netns!;
+        const locks = await makeService(net.url, { ttl: TTL, commandTimeout: COMMAND_TIMEOUT });
+        const sentAt = hrMs();
+        const lock = await suite.calls.track('acquire', locks.acquire('ipt-reject'));
+        const answeredAt = hrMs();
 
-      await net.partition('REJECT', probe);
-      const release = await timed(suite.calls.track('release', lock.release()));
-      const during = await timed(suite.calls.track('acquire during the partition', locks.acquire('ipt-reject', { onBusy: 'throw' })));
-      console.log(
-        `T8 iptables REJECT: release settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.message}; ` +
-          `an acquire meanwhile after ${during.ms.toFixed(1)} ms: ${(during.error as Error)?.message}`,
-      );
-      expect(release.error).toBeInstanceOf(LockConnectionError);
-      expect((release.error as LockConnectionError).operation).toBe('release');
-      // The reset ended it, long before the bound.
-      expect(release.ms).toBeLessThan(COMMAND_TIMEOUT / 2);
-      expect(during.error).toBeInstanceOf(LockConnectionError);
-      expect(during.error).not.toBeInstanceOf(LockBusyError);
-      expect(during.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);
-      // The fault fired: the rule answered packets with resets, the delete never reached Redis.
-      expect(await net.droppedPackets()).toBeGreaterThan(0);
-      expect(await probe.get('t8:{ipt-reject}')).toBe(lock.token);
+        await net.partition('REJECT', probe);
+        const release = await timed(suite.calls.track('release', lock.release()));
+        const during = await timed(suite.calls.track('acquire during the partition', locks.acquire('ipt-reject', { onBusy: 'throw' })));
+        console.log(
+          `T8 iptables REJECT: release settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.message}; ` +
+            `an acquire meanwhile after ${during.ms.toFixed(1)} ms: ${(during.error as Error)?.message}`,
+        );
+        expect(release.error).toBeInstanceOf(LockConnectionError);
+        expect((release.error as LockConnectionError).operation).toBe('release');
+        // The reset ended it, long before the bound.
+        expect(release.ms).toBeLessThan(COMMAND_TIMEOUT / 2);
+        expect(during.error).toBeInstanceOf(LockConnectionError);
+        expect(during.error).not.toBeInstanceOf(LockBusyError);
+        expect(during.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);
+        // The fault fired: the rule answered packets with resets, the delete never reached Redis.
+        expect(await net.droppedPackets()).toBeGreaterThan(0);
+        expect(await probe.get('t8:{ipt-reject}')).toBe(lock.token);
 
-      const gone = await goneAt('t8:{ipt-reject}', TTL + SLACK);
-      console.log(`T8 iptables REJECT: key gone ${gone === undefined ? 'never' : `${(gone - answeredAt).toFixed(1)} ms after the acquire was answered`} (TTL ${TTL})`);
-      expect(gone).toBeDefined();
-      expect(gone! - answeredAt).toBeLessThanOrEqual(TTL + SLACK);
-      expect(gone! - sentAt).toBeGreaterThanOrEqual(TTL - 5);
+        const gone = await goneAt('t8:{ipt-reject}', TTL + SLACK);
+        console.log(
+          `T8 iptables REJECT: key gone ${gone === undefined ? 'never' : `${(gone - answeredAt).toFixed(1)} ms after the acquire was answered`} (TTL ${TTL})`,
+        );
+        expect(gone).toBeDefined();
+        expect(gone! - answeredAt).toBeLessThanOrEqual(TTL + SLACK);
+        expect(gone! - sentAt).toBeGreaterThanOrEqual(TTL - 5);
 
-      // Heal: the library reconnects by itself (its retry strategy waits at most 500 ms between attempts).
-      await net.heal();
-      const healedAt = hrMs();
-      const back = await acquireUntilBack(suite.calls, 'acquire after heal', () => locks.acquire('ipt-reject', { onBusy: 'throw' }), { since: healedAt, giveUpMs: 2_000 });
-      console.log(`T8 iptables REJECT: acquire works again ${back.ms.toFixed(1)} ms after the heal (attempt ${back.attempts})`);
-      expect(back.lock).toBeDefined();
-      expect(back.ms).toBeLessThanOrEqual(1_000);
-      expect(back.lock!.fencingToken).toBeGreaterThan(lock.fencingToken);
-      expect(await suite.calls.track('release after heal', back.lock!.release())).toBe(true);
-    }, 15_000);
+        // Heal: the library reconnects by itself (its retry strategy waits at most 500 ms between attempts).
+        await net.heal();
+        const healedAt = hrMs();
+        const back = await acquireUntilBack(suite.calls, 'acquire after heal', () => locks.acquire('ipt-reject', { onBusy: 'throw' }), {
+          since: healedAt,
+          giveUpMs: 2_000,
+        });
+        console.log(`T8 iptables REJECT: acquire works again ${back.ms.toFixed(1)} ms after the heal (attempt ${back.attempts})`);
+        expect(back.lock).toBeDefined();
+        expect(back.ms).toBeLessThanOrEqual(1_000);
+        expect(back.lock!.fencingToken).toBeGreaterThan(lock.fencingToken);
+        expect(await suite.calls.track('release after heal', back.lock!.release())).toBe(true);
+      },
+      15_000,
+    );
   });
 });

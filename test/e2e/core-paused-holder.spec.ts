@@ -116,7 +116,10 @@ describe('T2 holder paused past its TTL', () => {
       // overdue timer aborted it just before that step, or the step's read of the signal did; either
       // way the work stopped right there and did nothing more under a lease it no longer had. (How
       // soon after SIGCONT that turn came is the OS's scheduling of A: measured, and logged.)
-      expect([['aborted', 'tick', 'noticed'], ['tick', 'aborted', 'noticed']]).toContainEqual(afterResume.slice(0, 3));
+      expect([
+        ['aborted', 'tick', 'noticed'],
+        ['tick', 'aborted', 'noticed'],
+      ]).toContainEqual(afterResume.slice(0, 3));
       expect(ticksAfterResume).toBe(1);
       expect(find('noticed').isHeld).toBe(false);
       // No library call of A succeeded after the resume: extend refused, release found nothing of A's.

@@ -34,7 +34,13 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
   });
 
   const makeService = (options: Partial<DistributedLockModuleOptions> = {}): Promise<LockService> =>
-    startService(suite.services, { redis: suite.redis.url, keyPrefix: 't4:', commandTimeout: COMMAND_TIMEOUT, shutdownTimeout: SHUTDOWN_TIMEOUT, ...options });
+    startService(suite.services, {
+      redis: suite.redis.url,
+      keyPrefix: 't4:',
+      commandTimeout: COMMAND_TIMEOUT,
+      shutdownTimeout: SHUTDOWN_TIMEOUT,
+      ...options,
+    });
 
   async function expectFrozen(): Promise<void> {
     expect(await pingOnce(suite.redis.port, suite.redis.host, 150)).toBe(false);
@@ -164,7 +170,12 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
       await timed(suite.calls.track('acquire', locks.acquire('d:key'))),
       await timed(suite.calls.track('tryAcquire', locks.tryAcquire('d:key'))),
       await timed(suite.calls.track('isLocked', locks.isLocked('d:key'))),
-      await timed(suite.calls.track('withLock', locks.withLock('d:key', () => 'ran'))),
+      await timed(
+        suite.calls.track(
+          'withLock',
+          locks.withLock('d:key', () => 'ran'),
+        ),
+      ),
     ];
     console.log(`T4 (d) calls on a killed Redis settled after ${results.map((r) => r.ms.toFixed(1)).join(', ')} ms`);
     for (const r of results) {
@@ -193,7 +204,10 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
       lock: next,
       attempts,
       ms: nextAt,
-    } = await acquireUntilBack(suite.calls, 'acquire after restart', () => locks.acquire('e:other', { onBusy: 'throw' }), { since: backAt, giveUpMs: 2_000 });
+    } = await acquireUntilBack(suite.calls, 'acquire after restart', () => locks.acquire('e:other', { onBusy: 'throw' }), {
+      since: backAt,
+      giveUpMs: 2_000,
+    });
 
     const abort = await aborted;
     const lostAfter = abort.at - backAt;

@@ -53,7 +53,11 @@ describe('T13 close() racing acquisitions and handovers', () => {
   }
 
   /** What a promise settled with, without throwing. */
-  const outcomeOf = <T>(promise: Promise<T>) => promise.then((value) => ({ value }), (error: unknown) => ({ error }));
+  const outcomeOf = <T>(promise: Promise<T>) =>
+    promise.then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
 
   it('an acquire sent just before close() and granted during it is given back (to the waiter queued behind it) before close returns', async () => {
     const key = 'race:acquire';

@@ -118,7 +118,9 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
         `(${(abort.reason as LockLostError).reason}; measured timer lateness allows ${allowed.toFixed(1)} ms); fresh acquire settled after ` +
         `${fresh.ms.toFixed(1)} ms: ${(fresh.error as Error)?.message}; its key gone ${freeGoneAt === undefined ? 'never' : `${(freeGoneAt - fresh.at).toFixed(1)} ms later`}; ` +
         `waiter settled ${(waited.at - pausedAt).toFixed(1)} ms after the pause: ` +
-        (waited.value ? `lock, validity at return ${waited.value.validityAtReturn.toFixed(1)} ms, PTTL ${waited.value.pttl} ms` : `${(waited.error as Error)?.message}`),
+        (waited.value
+          ? `lock, validity at return ${waited.value.validityAtReturn.toFixed(1)} ms, PTTL ${waited.value.pttl} ms`
+          : `${(waited.error as Error)?.message}`),
     );
     // The fault fired: writes really were held for the whole pause.
     expect(delayed).toBeGreaterThanOrEqual(PAUSE - 50);
@@ -232,7 +234,12 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
   }, 20_000);
 
   for (const config of [
-    { name: 'commandTimeout shorter than the sleep', commandTimeout: 500, expectMs: [500 - 5, 500 + SLACK], message: /did not answer acquire within 500 ms/ },
+    {
+      name: 'commandTimeout shorter than the sleep',
+      commandTimeout: 500,
+      expectMs: [500 - 5, 500 + SLACK],
+      message: /did not answer acquire within 500 ms/,
+    },
     { name: 'commandTimeout longer than the sleep', commandTimeout: 3_000, expectMs: [TTL, PAUSE + 2 * SLACK], message: BEYOND_LEASE },
   ] as const) {
     it(`DEBUG SLEEP ${PAUSE / 1000} s (> TTL) during an acquire, ${config.name}: LockConnectionError, and the key does not stay locked`, async () => {
@@ -268,7 +275,9 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
       expect(await pollUntil(async () => Number(await suite.client.get(`t5:{${key}}:f`)) > fenceBefore, TTL, 2)).toBe(true);
       const gone = await goneAt(`t5:{${key}}`, TTL + SLACK);
       const freeAfterWake = (gone ?? hrMs()) - wokeAt;
-      console.log(`T5 DEBUG SLEEP (${config.name}): key free ${gone === undefined ? 'never' : `${freeAfterWake.toFixed(1)} ms after the server woke`}`);
+      console.log(
+        `T5 DEBUG SLEEP (${config.name}): key free ${gone === undefined ? 'never' : `${freeAfterWake.toFixed(1)} ms after the server woke`}`,
+      );
       expect(gone).toBeDefined();
       expect(freeAfterWake).toBeLessThanOrEqual(GIVEN_BACK_WITHIN);
       const next = await suite.calls.track('acquire after the sleep', locks.acquire(key, { onBusy: 'throw' }));

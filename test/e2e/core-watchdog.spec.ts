@@ -189,4 +189,3 @@ describe('watchdog renewals seen from Redis', () => {
     await Promise.all(held.map((l) => l.release()));
   });
 });
-

@@ -54,9 +54,12 @@ class Outer {
     return this.inner.hot();
   }
 
-  @Locked('job:<0>', { onBusy: 'fail-fast', fallback(this: Outer, id: string) {
-    return `skipped ${id} on ${this.constructor.name}`;
-  } })
+  @Locked('job:<0>', {
+    onBusy: 'fail-fast',
+    fallback(this: Outer, id: string) {
+      return `skipped ${id} on ${this.constructor.name}`;
+    },
+  })
   async job(id: string, ms: number) {
     calls.push(`job:${id}`);
     await sleep(ms);
@@ -77,7 +80,10 @@ class Streams {
   ticks(id: string, count: number): Observable<string> {
     return defer(() => {
       this.subscriptions++;
-      return timer(0, 40).pipe(take(count), map((i) => `${id}:${i}:${currentLock()?.key}`));
+      return timer(0, 40).pipe(
+        take(count),
+        map((i) => `${id}:${i}:${currentLock()?.key}`),
+      );
     });
   }
 
@@ -202,7 +208,10 @@ describe('@Locked behaviour', () => {
       const streams = app.get(Streams);
       const stop = new Subject<void>();
       const seen: string[] = [];
-      const sub = streams.ticks('s2', 1_000).pipe(takeUntil(stop)).subscribe((v) => seen.push(v));
+      const sub = streams
+        .ticks('s2', 1_000)
+        .pipe(takeUntil(stop))
+        .subscribe((v) => seen.push(v));
       await sleep(100);
       expect(await app.get(LockService).isLocked('stream:s2')).toBe(true);
       stop.next();
@@ -231,18 +240,116 @@ describe('@Locked behaviour', () => {
         return appWith(redis.url, [BadTemplateService]);
       };
       await expect(bootstrap()).rejects.toThrow(LockKeyError);
-      await expect(bootstrap()).rejects.toThrow(/@Locked on BadTemplateService\.place: key template "order:<0>:<1\.id>" uses <1\.id>, but the method declares 1 parameter/);
+      await expect(bootstrap()).rejects.toThrow(
+        /@Locked on BadTemplateService\.place: key template "order:<0>:<1\.id>" uses <1\.id>, but the method declares 1 parameter/,
+      );
     });
 
     it.each<[string, () => unknown, new (...a: never[]) => Error, RegExp]>([
-      ['async generator', () => { class G { @Locked('g') async *items() { yield 1; } } return G; }, DistributedLockError, /generator methods cannot be @Locked/],
-      ['sync generator', () => { class G { @Locked('g') *items() { yield 1; } } return G; }, DistributedLockError, /generator methods cannot be @Locked/],
-      ['@Locked twice', () => { class T { @Locked('a') @Locked('b') m() { return 1; } } return T; }, DistributedLockError, /@Locked is applied twice/],
-      ['static method', () => { class S { @Locked('a') static m() { return 1; } } return S; }, DistributedLockError, /static methods cannot be @Locked/],
-      ['bad option', () => { class O { @Locked('a', { ttl: -1 }) m() { return 1; } } return O; }, LockOptionsError, /@Locked on O\.m options\.ttl/],
-      ['bad policy', () => { class O { @Locked('a', { onBusy: 'wait' as 'retry' }) m() { return 1; } } return O; }, LockOptionsError, /onBusy/],
-      ['syntax error', () => { class O { @Locked('a:<0') m(_a: string) { return 1; } } return O; }, LockKeyError, /@Locked on O\.m: syntax error in key template "a:<0"/],
-      ['empty template', () => { class O { @Locked('') m() { return 1; } } return O; }, LockKeyError, /@Locked on O\.m: the key template is empty/],
+      [
+        'async generator',
+        () => {
+          class G {
+            @Locked('g') async *items() {
+              yield 1;
+            }
+          }
+          return G;
+        },
+        DistributedLockError,
+        /generator methods cannot be @Locked/,
+      ],
+      [
+        'sync generator',
+        () => {
+          class G {
+            @Locked('g') *items() {
+              yield 1;
+            }
+          }
+          return G;
+        },
+        DistributedLockError,
+        /generator methods cannot be @Locked/,
+      ],
+      [
+        '@Locked twice',
+        () => {
+          class T {
+            @Locked('a') @Locked('b') m() {
+              return 1;
+            }
+          }
+          return T;
+        },
+        DistributedLockError,
+        /@Locked is applied twice/,
+      ],
+      [
+        'static method',
+        () => {
+          class S {
+            @Locked('a') static m() {
+              return 1;
+            }
+          }
+          return S;
+        },
+        DistributedLockError,
+        /static methods cannot be @Locked/,
+      ],
+      [
+        'bad option',
+        () => {
+          class O {
+            @Locked('a', { ttl: -1 }) m() {
+              return 1;
+            }
+          }
+          return O;
+        },
+        LockOptionsError,
+        /@Locked on O\.m options\.ttl/,
+      ],
+      [
+        'bad policy',
+        () => {
+          class O {
+            @Locked('a', { onBusy: 'wait' as 'retry' }) m() {
+              return 1;
+            }
+          }
+          return O;
+        },
+        LockOptionsError,
+        /onBusy/,
+      ],
+      [
+        'syntax error',
+        () => {
+          class O {
+            @Locked('a:<0') m(_a: string) {
+              return 1;
+            }
+          }
+          return O;
+        },
+        LockKeyError,
+        /@Locked on O\.m: syntax error in key template "a:<0"/,
+      ],
+      [
+        'empty template',
+        () => {
+          class O {
+            @Locked('') m() {
+              return 1;
+            }
+          }
+          return O;
+        },
+        LockKeyError,
+        /@Locked on O\.m: the key template is empty/,
+      ],
     ])('%s is refused when the class is defined', (_name, define, type, message) => {
       expect(define).toThrow(type);
       expect(define).toThrow(message);

@@ -193,7 +193,11 @@ describe('@Locked on every caller kind', () => {
     it('same sku serialised, other sku in parallel; the result comes back', async () => {
       const shop = app.get(Shop);
       await expect(shop.buy('x')).resolves.toBe('took x');
-      await expectSerialSameKeyParallelOtherKey(log, (id) => shop.buy(id), (id) => `stock:${id}`);
+      await expectSerialSameKeyParallelOtherKey(
+        log,
+        (id) => shop.buy(id),
+        (id) => `stock:${id}`,
+      );
     });
 
     it('a synchronous method becomes asynchronous', async () => {
@@ -222,14 +226,22 @@ describe('@Locked on every caller kind', () => {
   describe('@OnEvent handlers', () => {
     it.each(['above', 'below'])('@Locked %s @OnEvent: the handler receives, same seat serialised, other seat in parallel', async (order) => {
       const emitter = app.get(EventEmitter2);
-      await expectSerialSameKeyParallelOtherKey(log, (seat) => emitter.emitAsync(`seat.${order}`, { seat }), (seat) => `event-${order}:${seat}`);
+      await expectSerialSameKeyParallelOtherKey(
+        log,
+        (seat) => emitter.emitAsync(`seat.${order}`, { seat }),
+        (seat) => `event-${order}:${seat}`,
+      );
     });
   });
 
   describe('microservice handlers (TCP)', () => {
     it.each(['above', 'below'])('@Locked %s @MessagePattern: replies under the lock; same id serialised, other in parallel', async (order) => {
       await expect(firstValueFrom(client.send(`rpc.${order}`, { id: '1' }))).resolves.toEqual({ id: '1', lock: `rpc:${order}:1` });
-      await expectSerialSameKeyParallelOtherKey(log, (id) => firstValueFrom(client.send(`rpc.${order}`, { id })), (id) => `rpc-${order}:${id}`);
+      await expectSerialSameKeyParallelOtherKey(
+        log,
+        (id) => firstValueFrom(client.send(`rpc.${order}`, { id })),
+        (id) => `rpc-${order}:${id}`,
+      );
     });
 
     it.each(['above', 'below'])('@Locked %s @EventPattern: the handler receives, same id serialised, other in parallel', async (order) => {

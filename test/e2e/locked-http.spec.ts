@@ -56,7 +56,11 @@ class UserFilter implements ExceptionFilter {
 
 type Platform = 'express' | 'fastify';
 
-async function createApp(platform: Platform, redisUrl: string, extra: { commandTimeout?: number; shutdownTimeout?: number; userFilter?: boolean } = {}) {
+async function createApp(
+  platform: Platform,
+  redisUrl: string,
+  extra: { commandTimeout?: number; shutdownTimeout?: number; userFilter?: boolean } = {},
+) {
   @Module({
     imports: [DistributedLockModule.forRoot({ redis: redisUrl, commandTimeout: extra.commandTimeout, shutdownTimeout: extra.shutdownTimeout })],
     controllers: [SeatsController],
@@ -64,7 +68,9 @@ async function createApp(platform: Platform, redisUrl: string, extra: { commandT
   class AppModule {}
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
   const app: INestApplication =
-    platform === 'express' ? moduleRef.createNestApplication({ logger: false }) : moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
+    platform === 'express'
+      ? moduleRef.createNestApplication({ logger: false })
+      : moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
   if (extra.userFilter) app.useGlobalFilters(new UserFilter(app.get(HttpAdapterHost)));
   await app.init();
   if (platform === 'fastify') await (app as NestFastifyApplication).getHttpAdapter().getInstance().ready();

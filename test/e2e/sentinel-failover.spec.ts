@@ -36,7 +36,12 @@ describe('T6 Sentinel failover', () => {
     const results = [
       await timed(t6.calls.track('acquire', misdirected.acquire('a:key'))),
       await timed(t6.calls.track('tryAcquire', misdirected.tryAcquire('a:key'))),
-      await timed(t6.calls.track('withLock', misdirected.withLock('a:key', () => 'ran'))),
+      await timed(
+        t6.calls.track(
+          'withLock',
+          misdirected.withLock('a:key', () => 'ran'),
+        ),
+      ),
       await timed(t6.calls.track('isLocked', misdirected.isLocked('a:key'))),
     ];
     console.log(`T6 (a) on a Sentinel's port: ${(results[0].error as Error).message}`);
@@ -59,7 +64,11 @@ describe('T6 Sentinel failover', () => {
   it('(b) kill -9 of the master under load: a replica is promoted, contenders see only LockConnectionError meanwhile and resume, 0 overlaps, rising fences', async () => {
     t6.group = await SentinelGroup.start({ replicas: 1 });
     const { master } = t6.group;
-    const crew = await Promise.all(Array.from({ length: CONTENDERS }, () => t6.makeService({ redis: t6.group!.clientOptions(), ttl: 1_000, waiterLease: 1_000, waitTimeout: 5_000 })));
+    const crew = await Promise.all(
+      Array.from({ length: CONTENDERS }, () =>
+        t6.makeService({ redis: t6.group!.clientOptions(), ttl: 1_000, waiterLease: 1_000, waitTimeout: 5_000 }),
+      ),
+    );
     const contenders = new LockContenders(crew, t6.calls, { key: 'b:key', holdMs: 2, backoffMs: 20 });
     contenders.start();
     await sleep(1_000);

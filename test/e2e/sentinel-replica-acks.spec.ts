@@ -43,8 +43,14 @@ describe('T6 replicaAcks', () => {
     expect(build({ replicaAcks: -1 })).toThrow(LockOptionsError);
     expect(build({ replicaAcks: 1.5 })).toThrow(/Invalid option "replicaAcks": expected an integer from 0 to 100, got the number 1.5/);
     expect(build({ replicaAcks: '1' as unknown as number })).toThrow(/"replicaAcks"/);
-    expect(build({ replicaAcks: 1, commandTimeout: 300, replicaAckTimeout: 300 })).toThrow(/"replicaAckTimeout": must be below commandTimeout \(300 ms\)/);
-    const cluster = { isCluster: true, defineCommand: () => undefined, duplicate: () => undefined } as unknown as DistributedLockModuleOptions['redis'];
+    expect(build({ replicaAcks: 1, commandTimeout: 300, replicaAckTimeout: 300 })).toThrow(
+      /"replicaAckTimeout": must be below commandTimeout \(300 ms\)/,
+    );
+    const cluster = {
+      isCluster: true,
+      defineCommand: () => undefined,
+      duplicate: () => undefined,
+    } as unknown as DistributedLockModuleOptions['redis'];
     expect(() => new LockService({ redis: cluster, replicaAcks: 1 })).toThrow(/"replicaAcks": is not supported with a Redis Cluster client/);
   });
 
@@ -69,7 +75,9 @@ describe('T6 replicaAcks', () => {
     const message = (attempt.error as Error)?.message;
     console.log(`T6 acks (a) acquire with the replica frozen rejected after ${attempt.ms.toFixed(0)} ms: ${message}`);
     expect(attempt.error).toBeInstanceOf(LockConnectionError);
-    expect(message).toContain('"a:key" was acquired on the primary, but only 0 of 1 replicas confirmed it within 200 ms; not returned because a failover now could grant it twice');
+    expect(message).toContain(
+      '"a:key" was acquired on the primary, but only 0 of 1 replicas confirmed it within 200 ms; not returned because a failover now could grant it twice',
+    );
     expect(attempt.ms).toBeGreaterThanOrEqual(ACK_TIMEOUT - 5);
     expect(attempt.ms).toBeLessThanOrEqual(ACK_TIMEOUT + SLACK);
     // Given back, owner-checked: the key is free on the primary at once.
@@ -130,7 +138,9 @@ describe('T6 replicaAcks', () => {
     };
     const withAcks = await measure(acked, ackedClient);
     const without = await measure(plain, plainClient);
-    console.log(`T6 acks (b) acquire with replicaAcks: ${withAcks.ms.toFixed(2)} ms, ${JSON.stringify(withAcks)}; without: ${without.ms.toFixed(2)} ms, ${JSON.stringify(without)}`);
+    console.log(
+      `T6 acks (b) acquire with replicaAcks: ${withAcks.ms.toFixed(2)} ms, ${JSON.stringify(withAcks)}; without: ${without.ms.toFixed(2)} ms, ${JSON.stringify(without)}`,
+    );
     expect(withAcks.acquireWrites).toBe(1);
     expect(withAcks.commands).toEqual({ evalsha: 2, wait: 1 });
     expect(without.acquireWrites).toBe(1);
@@ -183,7 +193,9 @@ describe('T6 replicaAcks', () => {
     replica.pause();
     expect(await t6.calls.track('release while frozen', frozen.held.release())).toBe(true);
     const refused = await frozen.waiting;
-    console.log(`T6 acks (c) handover with the replica frozen: rejected ${refused.ms.toFixed(0)} ms after queueing: ${(refused.error as Error)?.message}`);
+    console.log(
+      `T6 acks (c) handover with the replica frozen: rejected ${refused.ms.toFixed(0)} ms after queueing: ${(refused.error as Error)?.message}`,
+    );
     expect(refused.error).toBeInstanceOf(LockConnectionError);
     expect((refused.error as Error).message).toContain('"c:frozen" was acquired on the primary, but only 0 of 1 replicas confirmed it');
     // Given back, owner-checked: nobody holds the key on the primary.
@@ -210,7 +222,9 @@ describe('T6 replicaAcks', () => {
     const { master } = t6.group;
     const [lagging] = t6.group.replicas;
     const crew = await Promise.all(
-      Array.from({ length: 4 }, () => t6.makeService({ redis: t6.group!.clientOptions(), replicaAcks, ttl: 1_000, waiterLease: 1_000, waitTimeout: 5_000 })),
+      Array.from({ length: 4 }, () =>
+        t6.makeService({ redis: t6.group!.clientOptions(), replicaAcks, ttl: 1_000, waiterLease: 1_000, waitTimeout: 5_000 }),
+      ),
     );
     const contenders = new LockContenders(crew, t6.calls, { key: 'c:key', holdMs: 2, backoffMs: 20 });
     contenders.start();

@@ -38,9 +38,7 @@ export default async function globalSetup(): Promise<void> {
     ensureRedisServer();
   } catch (err) {
     throw new Error(
-      `The test suites start their own redis-server processes, but none is available: ${
-        err instanceof Error ? err.message : String(err)
-      }`,
+      `The test suites start their own redis-server processes, but none is available: ${err instanceof Error ? err.message : String(err)}`,
     );
   }
   try {

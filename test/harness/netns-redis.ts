@@ -46,7 +46,8 @@ export function findTool(name: string): string | undefined {
 export function netnsUnavailable(): string | undefined {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return 'not root (network namespaces and iptables need it)';
   const missing = ['ip', 'iptables'].filter((tool) => !findTool(tool));
-  if (missing.length) return `${missing.join(' and ')} not installed (apt-get install -y ${missing.map((t) => (t === 'ip' ? 'iproute2' : t)).join(' ')})`;
+  if (missing.length)
+    return `${missing.join(' and ')} not installed (apt-get install -y ${missing.map((t) => (t === 'ip' ? 'iproute2' : t)).join(' ')})`;
   return undefined;
 }
 
@@ -187,7 +188,22 @@ export class NetnsRedis {
     const bin = findRedisServer();
     if (!bin) throw new Error('redis-server is not installed');
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), `ndl-netns-redis-`));
-    const args = ['--port', String(this.port), '--bind', this.host, '--protected-mode', 'no', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--dir', this.dir];
+    const args = [
+      '--port',
+      String(this.port),
+      '--bind',
+      this.host,
+      '--protected-mode',
+      'no',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--daemonize',
+      'no',
+      '--dir',
+      this.dir,
+    ];
     // `ip netns exec` execs redis-server in place: the child's pid is the server's.
     const child = spawn(findTool('ip')!, ['netns', 'exec', this.ns, bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;

@@ -24,7 +24,11 @@ export class RedisCluster {
     const nodes: RedisProcess[] = [];
     try {
       for (let i = 0; i < masters; i++) {
-        nodes.push(await RedisProcess.start({ args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${i}.conf`, '--cluster-node-timeout', '2000'] }));
+        nodes.push(
+          await RedisProcess.start({
+            args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${i}.conf`, '--cluster-node-timeout', '2000'],
+          }),
+        );
       }
       await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `${HOST}:${n.port}`), '--cluster-replicas', '0', '--cluster-yes']);
       const cluster = new RedisCluster(nodes);
@@ -52,10 +56,13 @@ export class RedisCluster {
    * per slot refresh).
    */
   client(options: ClusterOptions = {}): Cluster {
-    const client = new Cluster(this.nodes.map((n) => ({ host: HOST, port: n.port })), {
-      ...options,
-      redisOptions: { maxRetriesPerRequest: 1, disableClientInfo: true, ...options.redisOptions },
-    });
+    const client = new Cluster(
+      this.nodes.map((n) => ({ host: HOST, port: n.port })),
+      {
+        ...options,
+        redisOptions: { maxRetriesPerRequest: 1, disableClientInfo: true, ...options.redisOptions },
+      },
+    );
     client.on('error', () => undefined);
     this.clients.add(client);
     return client;

@@ -29,8 +29,7 @@ export const isRenewScript = (c: Seen): boolean =>
   (c.args[0].toLowerCase() === 'evalsha' && c.args[1] === RENEW_SHA) || (c.args[0].toLowerCase() === 'eval' && unrepr(c.args[1]) === RENEW_SCRIPT);
 
 /** MONITOR quotes arguments C-style: a newline arrives as backslash + n, a quote as backslash + quote. */
-const unrepr = (text: string): string =>
-  text.replace(/\\(["\\nrt])/g, (_, ch: string) => ({ n: '\n', r: '\r', t: '\t' })[ch] ?? ch);
+const unrepr = (text: string): string => text.replace(/\\(["\\nrt])/g, (_, ch: string) => ({ n: '\n', r: '\r', t: '\t' })[ch] ?? ch);
 
 /** Anything that could extend `lockKey`: the renew script naming it, or a PEXPIRE of it (run inside any script). */
 export const isRenewalOf =

@@ -241,9 +241,7 @@ export class RedisProcess implements SharedRedis {
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       await stopIncarnation(inc);
-      throw new Error(
-        `redis-server on ${HOST}:${this.port} did not start: ${reason}\n--- server output ---\n${inc.output}`,
-      );
+      throw new Error(`redis-server on ${HOST}:${this.port} did not start: ${reason}\n--- server output ---\n${inc.output}`);
     }
   }
 }
@@ -281,14 +279,21 @@ function spawnRedis(port: number, extraArgs: readonly string[], config?: string,
   }
   const args = [
     ...configFile,
-    '--port', String(port),
-    '--bind', HOST,
-    '--save', '',
-    '--appendonly', 'no',
-    '--daemonize', 'no',
+    '--port',
+    String(port),
+    '--bind',
+    HOST,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--daemonize',
+    'no',
     // DEBUG SLEEP is how the slow-Redis tests (T5) stall the server from inside.
-    '--enable-debug-command', 'local',
-    '--dir', dir,
+    '--enable-debug-command',
+    'local',
+    '--dir',
+    dir,
     ...(persistentDir ? ['--appendonly', 'yes', '--appendfsync', 'always'] : []),
     ...extraArgs,
   ];

@@ -115,7 +115,9 @@ export class SentinelGroup {
       const ports = await Promise.all(this.sentinels.map(async (_, i) => (await this.masterAddress(i))?.port));
       const port = ports[0];
       if (port !== undefined && port !== oldPort && ports.every((p) => p === port)) {
-        const role = (await this.nodeClient(this.dataNode(port)).call('ROLE').catch(() => undefined)) as [string] | undefined;
+        const role = (await this.nodeClient(this.dataNode(port))
+          .call('ROLE')
+          .catch(() => undefined)) as [string] | undefined;
         if (role?.[0] === 'master') return port;
       }
       if (Date.now() > deadline) throw new Error(`no failover away from :${oldPort} within ${timeoutMs} ms (sentinels name ${ports.join(', ')})`);

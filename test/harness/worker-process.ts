@@ -201,9 +201,7 @@ class WorkerProcess implements WorkerHandle {
 
   private failure(why: string): Error {
     const stderr = this.stderrText.trim();
-    return new Error(
-      `${why}; worker ${this.file} (pid ${this.pid})\n--- worker stderr ---\n${stderr || '(empty)'}`,
-    );
+    return new Error(`${why}; worker ${this.file} (pid ${this.pid})\n--- worker stderr ---\n${stderr || '(empty)'}`);
   }
 }
 

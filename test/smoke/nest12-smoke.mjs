@@ -20,14 +20,22 @@ const freePort = () =>
   });
 
 const port = await freePort();
-const redis = spawn(process.env.REDIS_SERVER ?? 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+const redis = spawn(process.env.REDIS_SERVER ?? 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+  stdio: 'ignore',
+});
 const stopRedis = () => redis.kill('SIGKILL');
 process.on('exit', stopRedis);
 await new Promise((r) => setTimeout(r, 300));
 
 class Jobs {
-  constructor() { this.runs = 0; }
-  async settle(day) { this.runs++; await new Promise((r) => setTimeout(r, 200)); return `settled ${day}`; }
+  constructor() {
+    this.runs = 0;
+  }
+  async settle(day) {
+    this.runs++;
+    await new Promise((r) => setTimeout(r, 200));
+    return `settled ${day}`;
+  }
 }
 // Decorators applied by hand: this file is plain JavaScript.
 const descriptor = Object.getOwnPropertyDescriptor(Jobs.prototype, 'settle');
@@ -48,7 +56,10 @@ await lock.release();
 await app.close();
 stopRedis();
 
-const nestVersion = JSON.parse(await (await import('node:fs/promises')).readFile(new URL(import.meta.resolve('@nestjs/core/package.json')), 'utf8')).version;
-const ok = results.filter((r) => r === 'settled monday').length === 1 && results.includes('skipped') && jobs.runs === 1 && busy instanceof LockBusyError;
+const nestVersion = JSON.parse(
+  await (await import('node:fs/promises')).readFile(new URL(import.meta.resolve('@nestjs/core/package.json')), 'utf8'),
+).version;
+const ok =
+  results.filter((r) => r === 'settled monday').length === 1 && results.includes('skipped') && jobs.runs === 1 && busy instanceof LockBusyError;
 console.log(JSON.stringify({ nest: nestVersion, node: process.version, results, runs: jobs.runs, busy: busy?.name, ok }));
 process.exit(ok ? 0 : 1);

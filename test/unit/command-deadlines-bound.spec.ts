@@ -31,7 +31,9 @@ describe('CommandDeadlines bound under a steady flow of calls', () => {
     const second = sendAfter(5);
     const took = { first: await first, second: await second, third: await third };
     // 100 ms: timer lateness on a loaded machine; the defect shows up as a whole extra timeout.
-    const verdict = Object.entries(took).map(([call, ms]) => `${call} ${ms < TIMEOUT + 100 ? 'within the timeout' : `failed after ${Math.round(ms)} ms`}`);
+    const verdict = Object.entries(took).map(
+      ([call, ms]) => `${call} ${ms < TIMEOUT + 100 ? 'within the timeout' : `failed after ${Math.round(ms)} ms`}`,
+    );
     expect(verdict).toEqual(['first within the timeout', 'second within the timeout', 'third within the timeout']);
   });
 });

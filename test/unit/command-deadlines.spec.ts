@@ -48,7 +48,7 @@ describe('CommandDeadlines', () => {
     await expect(twice).rejects.toThrow(/release failed: NOSCRIPT still/);
     // Other errors are not retried.
     let calls = 0;
-    const other = bounds.bound('extend', async () => ((calls++, Promise.reject(new Error('READONLY')))), undefined, noScript);
+    const other = bounds.bound('extend', async () => (calls++, Promise.reject(new Error('READONLY'))), undefined, noScript);
     await expect(other).rejects.toBeInstanceOf(LockConnectionError);
     expect(calls).toBe(1);
     expect(bounds.inFlight).toBe(0);
@@ -90,7 +90,9 @@ describe('CommandDeadlines', () => {
 
   it('holds thousands of calls in flight and fails the stuck ones together', async () => {
     const bounds = new CommandDeadlines(80);
-    const stuck = Array.from({ length: 2_000 }, (_, i) => (i % 2 ? bounds.bound('renew', () => new Promise<never>(() => undefined)) : bounds.bound('renew', async () => i)));
+    const stuck = Array.from({ length: 2_000 }, (_, i) =>
+      i % 2 ? bounds.bound('renew', () => new Promise<never>(() => undefined)) : bounds.bound('renew', async () => i),
+    );
     const results = await Promise.allSettled(stuck);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1_000);
     expect(results.filter((r) => r.status === 'rejected' && r.reason instanceof LockConnectionError)).toHaveLength(1_000);
@@ -104,7 +106,8 @@ describe('CommandDeadlines', () => {
         admit: () => state.admit,
         whenReady: (send) => (waiting.add(send), () => void waiting.delete(send)),
         notReachable: (operation, ms) => new LockConnectionError(`no connection within ${ms} ms for ${operation}`, operation),
-        explain: (operation, error) => ((error as Error).message === 'ioredis words' ? new LockConnectionError(`explained ${operation}`, operation) : undefined),
+        explain: (operation, error) =>
+          (error as Error).message === 'ioredis words' ? new LockConnectionError(`explained ${operation}`, operation) : undefined,
       };
       return { gate, waiting, ready: () => [...waiting].forEach((send) => (waiting.delete(send), send())) };
     }

@@ -78,7 +78,9 @@ describe('connection state in errors and logs', () => {
     expect(message).not.toMatch(IOREDIS_INTERNALS);
     expect(elapsed).toBeLessThan(300 + 200);
     await until('the log line', () => logs.length > 0);
-    expect(logs[0]).toMatch(new RegExp(`^warn: Redis at 127\\.0\\.0\\.1:${port} is not reachable \\(connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\)`));
+    expect(logs[0]).toMatch(
+      new RegExp(`^warn: Redis at 127\\.0\\.0\\.1:${port} is not reachable \\(connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\)`),
+    );
     expect(logs.join('\n')).not.toMatch(/connection lost/);
   });
 

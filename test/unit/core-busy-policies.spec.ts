@@ -133,7 +133,7 @@ describe('LockService: busy policies and handover', () => {
       expect(await next.release()).toBe(true);
     });
 
-    it('a handed-over lease runs until the waiter\'s place would have lapsed, then the watchdog renews it to the full ttl', async () => {
+    it("a handed-over lease runs until the waiter's place would have lapsed, then the watchdog renews it to the full ttl", async () => {
       const holder = await suite.pool.make();
       const waiter = await suite.pool.make({ ttl: 5_000, waiterLease: 600 });
       const lock = await holder.acquire('busy:7');

@@ -80,7 +80,9 @@ describe('DistributedLockModule', () => {
       // Stopped by the shutdown: neither a timeout nor a Redis problem, and it says so.
       const stopped = await waiting;
       expect(stopped.constructor).toBe(LockServiceClosedError);
-      expect(stopped.message).toBe('LockService is closing or closed; no new locks are taken: lock "module:3" was not acquired (the wait was ended by close()).');
+      expect(stopped.message).toBe(
+        'LockService is closing or closed; no new locks are taken: lock "module:3" was not acquired (the wait was ended by close()).',
+      );
       expect(performance.now() - started).toBeLessThan(500);
       expect(held.signal.aborted).toBe(true);
       expect((held.signal.reason as LockLostError).reason).toBe('shutdown');

@@ -32,7 +32,17 @@ function hold(s: HoldSpec): HistoryEvent[] {
   const { w, c } = s;
   const exitAt = s.exitAt ?? Math.max(s.heldAt ?? s.grantAt, s.notHeldAt ?? s.grantAt) + 0.01;
   const events: HistoryEvent[] = [
-    { ev: 'invoke', w, c, op: 'acquire', keys: s.keys, policy: s.policy ?? 'retry', wait: s.wait ?? 1000, parent: s.parent, t: ns(s.invokeAt ?? s.grantAt - 1) },
+    {
+      ev: 'invoke',
+      w,
+      c,
+      op: 'acquire',
+      keys: s.keys,
+      policy: s.policy ?? 'retry',
+      wait: s.wait ?? 1000,
+      parent: s.parent,
+      t: ns(s.invokeAt ?? s.grantAt - 1),
+    },
     { ev: 'grant', w, c, fences: s.fences, t: ns(s.grantAt) },
     { ev: 'enter', w, lock: c, t: ns(s.grantAt + 0.001) },
   ];
@@ -53,7 +63,7 @@ const check = (events: HistoryEvent[], extra: { killed?: string[]; pauses?: Arra
   });
 
 describe('event history: holds', () => {
-  it('sequential holds with increasing fences are clean, however the workers\' lines interleave', () => {
+  it("sequential holds with increasing fences are clean, however the workers' lines interleave", () => {
     const events = [
       ...hold({ w: 'w1', c: 1, keys: ['a'], fences: { a: 10 }, grantAt: 10, heldAt: 20 }),
       ...hold({ w: 'w2', c: 1, keys: ['a'], fences: { a: 11 }, grantAt: 21, heldAt: 30 }),
@@ -160,7 +170,16 @@ describe('event history: holds', () => {
 });
 
 describe('event history: calls', () => {
-  const acquire = (c: number, at: number, policy: Policy, wait = 50): InvokeEvent => ({ ev: 'invoke', w: 'w1', c, op: 'acquire', keys: ['a'], policy, wait, t: ns(at) });
+  const acquire = (c: number, at: number, policy: Policy, wait = 50): InvokeEvent => ({
+    ev: 'invoke',
+    w: 'w1',
+    c,
+    op: 'acquire',
+    keys: ['a'],
+    policy,
+    wait,
+    t: ns(at),
+  });
 
   it('each kind of call has its bound (+ slack); beyond it is late', () => {
     const r = check([
@@ -183,11 +202,8 @@ describe('event history: calls', () => {
     expect(r.calls.errors).toEqual({ LockTimeoutError: 2, LockConnectionError: 1, busy: 1 });
   });
 
-  it('time the worker spent SIGSTOPped is not counted; another worker\'s pause does not count for it', () => {
-    const events: HistoryEvent[] = [
-      acquire(1, 0, 'throw'),
-      { ev: 'error', w: 'w1', c: 1, type: 'LockConnectionError', message: 'x', t: ns(2110) },
-    ];
+  it("time the worker spent SIGSTOPped is not counted; another worker's pause does not count for it", () => {
+    const events: HistoryEvent[] = [acquire(1, 0, 'throw'), { ev: 'error', w: 'w1', c: 1, type: 'LockConnectionError', message: 'x', t: ns(2110) }];
     expect(check(events, { pauses: [{ w: 'w1', from: 50, to: 2050 }] }).callViolations).toEqual([]);
     expect(check(events, { pauses: [{ w: 'w1', from: 50, to: 2050 }] }).calls.maxPausedMs).toBe(2000);
     expect(check(events, { pauses: [{ w: 'w2', from: 50, to: 2050 }] }).callViolations.map((v) => v.kind)).toEqual(['late']);
@@ -237,9 +253,13 @@ describe('event history: calls', () => {
 
   it('a history that breaks the recording rules throws instead of passing', () => {
     expect(() => check([{ ev: 'grant', w: 'w1', c: 1, fences: { a: 1 }, t: ns(1) }])).toThrow(/completion without invoke/);
-    expect(() => check([acquire(1, 0, 'throw'), { ev: 'settle', w: 'w1', c: 1, result: 'busy', t: ns(1) }, { ev: 'settle', w: 'w1', c: 1, result: 'busy', t: ns(2) }])).toThrow(
-      /already completed/,
-    );
+    expect(() =>
+      check([
+        acquire(1, 0, 'throw'),
+        { ev: 'settle', w: 'w1', c: 1, result: 'busy', t: ns(1) },
+        { ev: 'settle', w: 'w1', c: 1, result: 'busy', t: ns(2) },
+      ]),
+    ).toThrow(/already completed/);
     expect(() => check([{ ev: 'held', w: 'w1', lock: 3, ok: true, t: ns(1) }])).toThrow(/never granted/);
     expect(() => check([{ ...acquire(1, 0, 'throw'), t: 'soon' }])).toThrow(/not an integer stamp/);
   });
@@ -247,7 +267,14 @@ describe('event history: calls', () => {
 
 describe('stray keys', () => {
   it('knows the lock layout, whatever the prefix', () => {
-    expect(['p:{a}', 'p:{a}:f', 'p:{a}:q', 'p:{a}:w', 'p:other', 'q:{a}'].map((k) => roleOf('p:', k))).toEqual(['lock', 'fence', 'queue', 'waiters', 'unknown', 'unknown']);
+    expect(['p:{a}', 'p:{a}:f', 'p:{a}:q', 'p:{a}:w', 'p:other', 'q:{a}'].map((k) => roleOf('p:', k))).toEqual([
+      'lock',
+      'fence',
+      'queue',
+      'waiters',
+      'unknown',
+      'unknown',
+    ]);
   });
 
   it('allows only fencing tokens that expire within the hour', () => {
@@ -259,6 +286,12 @@ describe('stray keys', () => {
       { key: 'p:{a}:w', pttl: 500 },
       { key: 'p:junk', pttl: -1 },
     ];
-    expect(strayKeys('p:', found).map((k) => `${k.key}:${k.role}`)).toEqual(['p:{b}:f:fence', 'p:{a}:lock', 'p:{a}:q:queue', 'p:{a}:w:waiters', 'p:junk:unknown']);
+    expect(strayKeys('p:', found).map((k) => `${k.key}:${k.role}`)).toEqual([
+      'p:{b}:f:fence',
+      'p:{a}:lock',
+      'p:{a}:q:queue',
+      'p:{a}:w:waiters',
+      'p:junk:unknown',
+    ]);
   });
 });

@@ -63,7 +63,7 @@ describe('fenced coupon writes (sample)', () => {
     expect(await load('c1')).toMatchObject({ stock: 10, lastFence: 300 });
   });
 
-  it('without a token (LOCK_MODE=in-process) nothing protects the row: the incident\'s lost update', async () => {
+  it("without a token (LOCK_MODE=in-process) nothing protects the row: the incident's lost update", async () => {
     await repo.upsertCampaign('c1', 10, 100);
     const first = await load('c1');
     const second = await load('c1'); // another instance read the same row meanwhile

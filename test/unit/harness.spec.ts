@@ -140,9 +140,7 @@ describe('RedisProcess', () => {
   });
 
   it('a server that cannot start fails fast with its own output in the error', async () => {
-    await expect(RedisProcess.start({ args: ['--no-such-directive', 'x'] })).rejects.toThrow(
-      /did not start[\s\S]*no-such-directive/i,
-    );
+    await expect(RedisProcess.start({ args: ['--no-such-directive', 'x'] })).rejects.toThrow(/did not start[\s\S]*no-such-directive/i);
   });
 
   it('a port held by another server is not mistaken for ours (the PONG must come from our pid)', async () => {

@@ -30,11 +30,18 @@ describe('history workloads', () => {
     ]);
     expect(plans[0].hot).toEqual(['a', 'b', 'c', 'a1', 'b1', 'c1']);
     expect(plans[0].cold).toEqual(['k0', 'k1']);
-    expect(plans[0].multis).toEqual([['a', 'b'], ['b', 'c'], ['c', 'a'], ['a1', 'b1'], ['b1', 'c1'], ['c1', 'a1']]);
+    expect(plans[0].multis).toEqual([
+      ['a', 'b'],
+      ['b', 'c'],
+      ['c', 'a'],
+      ['a1', 'b1'],
+      ['b1', 'c1'],
+      ['c1', 'a1'],
+    ]);
     expect(new Set(plans.map((p) => p.seed)).size).toBe(3);
   });
 
-  it('the workers\' random choices follow their seed', () => {
+  it("the workers' random choices follow their seed", () => {
     const draw = (seed: number) => {
       const r = new SeededRandom(seed);
       return Array.from({ length: 5 }, () => [r.next(), r.int(1, 6), r.weighted([1, 0, 3]), r.pick(['x', 'y'])]);

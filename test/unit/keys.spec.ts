@@ -94,9 +94,13 @@ describe('value errors at call time (LockKeyError naming the placeholder and the
 describe('key functions and template arrays', () => {
   it('calls a key function with this and the arguments, and checks its result', () => {
     const self = { tenant: 't1' };
-    const source = compileKeySource(function (this: typeof self, id: string) {
-      return `order:${this.tenant}:${id}`;
-    }, 0, WHERE);
+    const source = compileKeySource(
+      function (this: typeof self, id: string) {
+        return `order:${this.tenant}:${id}`;
+      },
+      0,
+      WHERE,
+    );
     expect(source.resolve(self, ['9'])).toEqual(['order:t1:9']);
     const bad = (result: unknown) => compileKeySource(() => result as string, 0, WHERE).resolve(undefined, []);
     expect(() => bad(undefined)).toThrow(/key function returned undefined/);
@@ -122,16 +126,33 @@ describe('properties (fast-check)', () => {
   /** One string cut in two different places: ('a:b', 'c') versus ('a', 'b:c'). */
   const twoSplits = fc.tuple(text, fc.nat(), fc.nat()).map(([s, i, j]) => {
     const at = (n: number) => 1 + (n % (s.length - 1));
-    return [[s.slice(0, at(i)), s.slice(at(i))], [s.slice(0, at(j)), s.slice(at(j))]] as const;
+    return [
+      [s.slice(0, at(i)), s.slice(at(i))],
+      [s.slice(0, at(j)), s.slice(at(j))],
+    ] as const;
   });
 
   /** The same arguments, except that one spot holds a character in one and its escaped spelling in the other. */
-  const LOOKALIKES: ReadonlyArray<readonly [string, string]> = [[':', '%3A'], ['%', '%25'], ['%3A', '%253A'], [':', '%'], ['%25', '%2525']];
+  const LOOKALIKES: ReadonlyArray<readonly [string, string]> = [
+    [':', '%3A'],
+    ['%', '%25'],
+    ['%3A', '%253A'],
+    [':', '%'],
+    ['%25', '%2525'],
+  ];
   const lookalikes = fc.tuple(text, text, fc.nat(), fc.constantFrom(...LOOKALIKES), fc.boolean()).map(([a, b, n, [x, y], second]) => {
     const source = second ? b : a;
     const at = n % (source.length + 1);
     const put = (s: string) => source.slice(0, at) + s + source.slice(at);
-    return second ? ([[a, put(x)], [a, put(y)]] as const) : ([[put(x), b], [put(y), b]] as const);
+    return second
+      ? ([
+          [a, put(x)],
+          [a, put(y)],
+        ] as const)
+      : ([
+          [put(x), b],
+          [put(y), b],
+        ] as const);
   });
 
   const templates = fc.constantFrom('x:<0>:<1>', '<0>:<1>', 'a:<0>::<1>:z', '%<0>x:y<1>%', '<0>:%3A<1>', '<0.v>:<1.v>');

@@ -43,7 +43,9 @@ describe('keys with lone UTF-16 surrogates', () => {
 
   it('are refused in template values and template text, naming the placeholder', () => {
     expect(() => lockKey('user:<0>', HIGH.slice(5))).toThrow(LockKeyError);
-    expect(() => lockKey('user:<0>', HIGH.slice(5))).toThrow(/placeholder <0> resolved to a string with a lone UTF-16 surrogate \(\\ud800 at index 0\)/);
+    expect(() => lockKey('user:<0>', HIGH.slice(5))).toThrow(
+      /placeholder <0> resolved to a string with a lone UTF-16 surrogate \(\\ud800 at index 0\)/,
+    );
     expect(() => lockKey('user:<0.name>', { name: `x${LOW.slice(5)}` })).toThrow(/<0.name> .*\\udfff at index 1/);
     expect(() => lockKey(`${HIGH}:<0>`, 1)).toThrow(/key template "user:\\ud800:<0>" contains a lone UTF-16 surrogate/);
     expect(lockKey('user:<0>', '🔒')).toBe('user:🔒');

@@ -11,7 +11,6 @@ export interface AcquireContext {
   shutdown: AbortSignal;
 }
 
-
 /** Fire-and-forget, owner-checked clean-up; failures only mean the queue entry or lease lapse by themselves. */
 export function abandonQuietly(ctx: AcquireContext, keys: LockRedisKeys, token: string): void {
   ctx.store.abandonQuietly(keys, token);

@@ -66,7 +66,6 @@ export function handedOverFor(ctx: AcquireContext, handover: Handover): number {
   return handover.validFor + Math.max(0, ctx.waiterLease - handover.placeLeft);
 }
 
-
 /** A lease whose validity already ran out (Redis answered too late) counts as failed and is given back. */
 export function validLease(ctx: AcquireContext, keys: LockRedisKeys, token: string, lease: Lease, since: number): Lease {
   if (monotonicNow() < lease.deadline) return lease;

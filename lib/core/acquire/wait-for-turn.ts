@@ -66,7 +66,13 @@ export async function waitForTurn(
         queued = false;
         assertFence(ctx, keys, token, handover.fence);
         if (ctx.store.replicaAcks) return await confirmedHandover(ctx, keys, token, handover.fence, options.ttl);
-        return validLease(ctx, keys, token, newLease(keys, handover.fence, options.ttl, lastBusySentAt, handedOverFor(ctx, handover)), lastBusySentAt);
+        return validLease(
+          ctx,
+          keys,
+          token,
+          newLease(keys, handover.fence, options.ttl, lastBusySentAt, handedOverFor(ctx, handover)),
+          lastBusySentAt,
+        );
       }
       if (ctx.shutdown.aborted) throw shuttingDown(keys);
       attempts++;
@@ -133,4 +139,3 @@ function nextDelay(
   const backoff = Math.min(options.retryDelay.max, options.retryDelay.min * 2 ** Math.min(attempts, MAX_BACKOFF_DOUBLINGS));
   return Math.min(refresh, untilHolderExpiry, Math.max(1, Math.random() * backoff));
 }
-

@@ -54,9 +54,7 @@ export class CampaignRepository {
     this.countCoupons = db.prepare('SELECT COUNT(*) AS n FROM coupons WHERE campaign_id = ?');
     // The fence: one atomic UPDATE that only lands if no newer lock holder has written the row.
     // `<=`: tokens are unique per holder, so an equal one is the same holder writing again.
-    this.saveIssuedFenced = db.prepare(
-      'UPDATE campaigns SET issued = @issued, last_fence = @fence WHERE id = @id AND last_fence <= @fence',
-    );
+    this.saveIssuedFenced = db.prepare('UPDATE campaigns SET issued = @issued, last_fence = @fence WHERE id = @id AND last_fence <= @fence');
     this.saveIssuedUnfenced = db.prepare('UPDATE campaigns SET issued = @issued WHERE id = @id');
     this.insertCoupon = db.prepare(
       `INSERT INTO coupons (campaign_id, user_id, code, instance, fence, issued_at)

@@ -22,11 +22,7 @@ export class CampaignsController {
   /** 201 coupon · 410 sold out · 422 already has one · 409 lock busy/lost, retry · 400 invalid body. */
   @Post(':id/claims')
   @HttpCode(201)
-  claim(
-    @Param() { id }: CampaignParams,
-    @Body() dto: ClaimCouponDto,
-    @Headers('x-debug-stall-claim') stall?: string,
-  ): Promise<Coupon> {
+  claim(@Param() { id }: CampaignParams, @Body() dto: ClaimCouponDto, @Headers('x-debug-stall-claim') stall?: string): Promise<Coupon> {
     return this.campaigns.claim(id, dto.userId, { stall: stall === '1' });
   }
 }

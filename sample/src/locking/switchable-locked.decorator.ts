@@ -11,9 +11,7 @@ import { wrapMethod } from './wrap-method';
  * process environment, like @Cron's expression; ConfigService validates the same variable at start-up.
  */
 export function SwitchableLocked(template: string, options: LockedOptions): MethodDecorator {
-  return parseLockMode(process.env.LOCK_MODE) === 'in-process'
-    ? InProcessLocked(template, options)
-    : Locked(template, options);
+  return parseLockMode(process.env.LOCK_MODE) === 'in-process' ? InProcessLocked(template, options) : Locked(template, options);
 }
 
 /** Same bound as the module's default waitTimeout (app.module.ts), which @Locked inherits. */
@@ -21,12 +19,14 @@ const inProcessWaitMs = (options: LockedOptions) => options.waitTimeout ?? (Numb
 
 function InProcessLocked(template: string, options: LockedOptions): MethodDecorator {
   return (_target, _name, descriptor) =>
-    wrapMethod(descriptor, (original) =>
-      async function (this: unknown, ...args: unknown[]) {
-        const key = lockKey(template, ...args);
-        if (options.onBusy === 'fail-fast') return processMutex.runIfFree(key, () => original.apply(this, args));
-        // Its LockTimeoutError becomes a 409 through the lock module's HTTP mapping, like @Locked's.
-        return processMutex.runExclusive(key, inProcessWaitMs(options), () => original.apply(this, args));
-      },
+    wrapMethod(
+      descriptor,
+      (original) =>
+        async function (this: unknown, ...args: unknown[]) {
+          const key = lockKey(template, ...args);
+          if (options.onBusy === 'fail-fast') return processMutex.runIfFree(key, () => original.apply(this, args));
+          // Its LockTimeoutError becomes a 409 through the lock module's HTTP mapping, like @Locked's.
+          return processMutex.runExclusive(key, inProcessWaitMs(options), () => original.apply(this, args));
+        },
     );
 }

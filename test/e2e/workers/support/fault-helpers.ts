@@ -109,12 +109,14 @@ export interface FaultSuite {
  * every service closed cleanly (within `closeWithinMs`), nothing pending, no unhandled rejection;
  * at the end Redis stopped and no process left behind.
  */
-export function faultSuite(hooks: {
-  heal?: (suite: FaultSuite) => void | Promise<void>;
-  closeWithinMs?: number;
-  afterClose?: () => void | Promise<void>;
-  beforeFinish?: () => void | Promise<void>;
-} = {}): FaultSuite {
+export function faultSuite(
+  hooks: {
+    heal?: (suite: FaultSuite) => void | Promise<void>;
+    closeWithinMs?: number;
+    afterClose?: () => void | Promise<void>;
+    beforeFinish?: () => void | Promise<void>;
+  } = {},
+): FaultSuite {
   const unhandled = new UnhandledRejections();
   const suite = { calls: new SettleTracker(), services: [], lateness: undefined } as unknown as FaultSuite;
   beforeAll(async () => {
