@@ -212,7 +212,14 @@ describe('fair queue', () => {
     await holder.waitFor((l) => l.event === 'acquired', 10_000);
     // The waiter is a process too, so it can be stopped (a GC pause, a starved CPU) while its place stays live.
     const waiter = startWorker(HOLDER, {
-      env: { REDIS_URL: redis.url, KEY: 'killed', KEY_PREFIX: 'fq:', TTL: String(WAITER_TTL), WAITER_LEASE: String(SLOW_REFRESH_LEASE), WAIT_TIMEOUT: '30000' },
+      env: {
+        REDIS_URL: redis.url,
+        KEY: 'killed',
+        KEY_PREFIX: 'fq:',
+        TTL: String(WAITER_TTL),
+        WAITER_LEASE: String(SLOW_REFRESH_LEASE),
+        WAIT_TIMEOUT: '30000',
+      },
     });
     workers.push(waiter);
     await waiter.waitFor((l) => l.event === 'ready', 10_000);
@@ -252,7 +259,9 @@ describe('fair queue', () => {
     expect(await client.get('fq:{killed}')).toBe(waiterToken);
     expect((await waiter.kill9()).signal).toBe('SIGKILL');
     const lock = await later;
-    console.log(`killed holder: the stopped waiter took the key on resume (fence ${got.fence}); the newcomer got it after the waiter died (fence ${lock.fencingToken})`);
+    console.log(
+      `killed holder: the stopped waiter took the key on resume (fence ${got.fence}); the newcomer got it after the waiter died (fence ${lock.fencingToken})`,
+    );
     expect(lock.fencingToken).toBeGreaterThan(got.fence);
     expect(await lock.release()).toBe(true);
   });

@@ -86,7 +86,11 @@ describe('T15 a waiter blocked while the lock is handed to it', () => {
     await Promise.all([holder, waiter, other].map((p) => p.exited));
 
     const events = [holder, waiter, other].flatMap((p) => p.lines.filter(isHistoryEvent));
-    const check = checkEventHistory(events, { bounds: { commandTimeoutMs: 1_000, shutdownTimeoutMs: 5_000, slackMs: 250 }, pauses: [], killed: new Set() });
+    const check = checkEventHistory(events, {
+      bounds: { commandTimeoutMs: 1_000, shutdownTimeoutMs: 5_000, slackMs: 250 },
+      pauses: [],
+      killed: new Set(),
+    });
     console.log(`T15 stale handover: waiter ${outcome.step}; ${check.holdViolations.length} hold violations\n${formatViolations(check)}`);
     expect(formatViolations(check)).toBe('');
   }, 60_000);

@@ -60,7 +60,14 @@ export async function stopWorker(worker: WorkerHandle, name: string, ms: number)
 export async function killWorker(worker: WorkerHandle, name: string): Promise<FaultRecord> {
   const from = hr();
   const exit = await worker.kill9();
-  return { kind: 'kill-worker', target: name, from: String(from), to: String(hr()), happened: exit.signal === 'SIGKILL', evidence: `exit ${JSON.stringify(exit)}` };
+  return {
+    kind: 'kill-worker',
+    target: name,
+    from: String(from),
+    to: String(hr()),
+    happened: exit.signal === 'SIGKILL',
+    evidence: `exit ${JSON.stringify(exit)}`,
+  };
 }
 
 /**
@@ -75,7 +82,13 @@ export async function stopRedis(redis: RedisProcess, ms: number): Promise<FaultR
     redis.pause();
     await sleep(SETTLE_MS);
     const state = processState(redis.pid);
-    const ping = await Promise.race([probe.ping().then(() => 'answered', () => 'failed'), sleep(200).then(() => 'no answer in 200 ms')]);
+    const ping = await Promise.race([
+      probe.ping().then(
+        () => 'answered',
+        () => 'failed',
+      ),
+      sleep(200).then(() => 'no answer in 200 ms'),
+    ]);
     await sleep(Math.max(0, ms - SETTLE_MS - 200));
     redis.resume();
     const to = hr();

@@ -22,7 +22,8 @@ export function runProblems(r: RunReport, planned: number): string[] {
   }
   for (const w of r.workers) {
     if (w.hung) problems.push(`worker ${w.name} still running at the time cap (killed): ${w.stderr}`);
-    else if (!w.killed && (w.exit?.code !== 0 || !w.done)) problems.push(`worker ${w.name} exited ${JSON.stringify(w.exit)} without finishing: ${w.stderr}`);
+    else if (!w.killed && (w.exit?.code !== 0 || !w.done))
+      problems.push(`worker ${w.name} exited ${JSON.stringify(w.exit)} without finishing: ${w.stderr}`);
   }
   if (r.check.sections < planned) problems.push(`${r.check.sections} sections, ${planned} planned`);
   if (r.check.holdViolations.length + r.check.callViolations.length > 0) {
@@ -30,7 +31,9 @@ export function runProblems(r: RunReport, planned: number): string[] {
   }
   if (r.stray.length > 0) problems.push(`keys left after quiescence: ${JSON.stringify(r.stray.slice(0, 20))}`);
   if (!r.redisFaulted && r.connectionErrorShare >= HEALTHY_CONNECTION_ERROR_SHARE) {
-    problems.push(`LockConnectionError on a healthy Redis: ${(r.connectionErrorShare * 100).toFixed(2)} % of calls (${r.check.calls.errorSamples.LockConnectionError})`);
+    problems.push(
+      `LockConnectionError on a healthy Redis: ${(r.connectionErrorShare * 100).toFixed(2)} % of calls (${r.check.calls.errorSamples.LockConnectionError})`,
+    );
   }
   return problems;
 }
@@ -40,12 +43,14 @@ const count = (r: RunReport, kind: string): number => r.check.holdViolations.fil
 /** One line of figures per run, for the log and the README. */
 export function runSummary(label: string, r: RunReport): string {
   const c = r.check;
-  const overrun = Object.entries(c.calls.maxOverrunMs).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ');
+  const overrun = Object.entries(c.calls.maxOverrunMs)
+    .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+    .join(', ');
   return (
     `${label} [${r.runId}]: ${c.sections} sections (+${c.nested} nested) in ${(r.ms / 1000).toFixed(1)} s (${Math.round(c.sections / (r.ms / 1000))}/s), ` +
     `${c.calls.calls} calls; overlaps ${count(r, 'overlap')}, fence inversions ${count(r, 'fence-order')}, other hold violations ` +
     `${c.holdViolations.length - count(r, 'overlap') - count(r, 'fence-order')}, call violations ${c.callViolations.length}; ` +
-    `LockConnectionError ${((r.connectionErrorShare) * 100).toFixed(3)} %; outcomes ${JSON.stringify(c.calls.errors)}; ` +
+    `LockConnectionError ${(r.connectionErrorShare * 100).toFixed(3)} %; outcomes ${JSON.stringify(c.calls.errors)}; ` +
     `max overrun of bound (ms) {${overrun}}; stopped time excluded max ${c.calls.maxPausedMs.toFixed(0)} ms; ` +
     `faults ${JSON.stringify(r.faults.map((f) => `${f.kind}${f.target ? ` ${f.target}` : ''}: ${f.evidence}`))}` +
     (r.proxy ? `; proxy ${JSON.stringify(r.proxy)}` : '')

@@ -117,34 +117,36 @@ export function randomizedFaultsArb(mustInclude?: FaultKind): fc.Arbitrary<Workl
   const faults = fc
     .tuple(mustInclude ? faultArb([mustInclude]).map((f) => [f]) : fc.constant([]), fc.array(faultArb(all), { maxLength: mustInclude ? 1 : 3 }))
     .map(([forced, more]) => [...forced, ...more].sort((x, y) => x.atProgress - y.atProgress));
-  return fc.record({
-    seed: fc.integer({ min: 1, max: 2 ** 31 - 1 }),
-    workers: fc.integer({ min: 3, max: 5 }),
-    lanes: fc.integer({ min: 2, max: 10 }),
-    rings: fc.integer({ min: 1, max: 4 }),
-    coldKeys: fc.integer({ min: 0, max: 32 }),
-    hotShare: share(0.1, 1),
-    multis: fc.constantFrom(RING, [...RING, ['a', 'b', 'c']], [...RING, ['a', 'k0'], ['k1', 'c']]),
-    multiShare: share(0.05, 0.3),
-    policyWeights: fc.tuple(fc.integer({ min: 2, max: 10 }), fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 4 })),
-    waitMs: fc.integer({ min: 500, max: 3_000 }),
-    shortWaitMs: fc.integer({ min: 5, max: 60 }),
-    shortWaitShare: share(0, 0.3),
-    bodyMaxMs: fc.integer({ min: 0, max: 4 }),
-    withLockShare: share(0.2, 0.8),
-    nestedShare: share(0, 0.25),
-    closes: fc.array(fc.record({ worker: fc.nat(), atShare: share(0.1, 0.9) }), { maxLength: 2 }),
-    ttl: fc.integer({ min: 600, max: 2_000 }),
-    commandTimeout: fc.integer({ min: 300, max: 1_000 }),
-    waiterLease: fc.oneof(fc.integer({ min: 300, max: 600 }), fc.constant(3_000)),
-    shutdownTimeout: fc.integer({ min: 1_000, max: 2_000 }),
-    jitterMs: fc.constantFrom(0, 15),
-    faults,
-  }).map((w) =>
-    // Through the proxy every round trip costs ~30 ms and a hot key serves ~20 holders a second:
-    // proxied runs get many lanes and mostly cold keys, so 25,000 sections still take a minute or two.
-    w.jitterMs > 0 ? { ...w, lanes: w.lanes + 10, coldKeys: Math.max(w.coldKeys, 16), hotShare: Math.min(w.hotShare, 0.3) } : w,
-  );
+  return fc
+    .record({
+      seed: fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+      workers: fc.integer({ min: 3, max: 5 }),
+      lanes: fc.integer({ min: 2, max: 10 }),
+      rings: fc.integer({ min: 1, max: 4 }),
+      coldKeys: fc.integer({ min: 0, max: 32 }),
+      hotShare: share(0.1, 1),
+      multis: fc.constantFrom(RING, [...RING, ['a', 'b', 'c']], [...RING, ['a', 'k0'], ['k1', 'c']]),
+      multiShare: share(0.05, 0.3),
+      policyWeights: fc.tuple(fc.integer({ min: 2, max: 10 }), fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 4 })),
+      waitMs: fc.integer({ min: 500, max: 3_000 }),
+      shortWaitMs: fc.integer({ min: 5, max: 60 }),
+      shortWaitShare: share(0, 0.3),
+      bodyMaxMs: fc.integer({ min: 0, max: 4 }),
+      withLockShare: share(0.2, 0.8),
+      nestedShare: share(0, 0.25),
+      closes: fc.array(fc.record({ worker: fc.nat(), atShare: share(0.1, 0.9) }), { maxLength: 2 }),
+      ttl: fc.integer({ min: 600, max: 2_000 }),
+      commandTimeout: fc.integer({ min: 300, max: 1_000 }),
+      waiterLease: fc.oneof(fc.integer({ min: 300, max: 600 }), fc.constant(3_000)),
+      shutdownTimeout: fc.integer({ min: 1_000, max: 2_000 }),
+      jitterMs: fc.constantFrom(0, 15),
+      faults,
+    })
+    .map((w) =>
+      // Through the proxy every round trip costs ~30 ms and a hot key serves ~20 holders a second:
+      // proxied runs get many lanes and mostly cold keys, so 25,000 sections still take a minute or two.
+      w.jitterMs > 0 ? { ...w, lanes: w.lanes + 10, coldKeys: Math.max(w.coldKeys, 16), hotShare: Math.min(w.hotShare, 0.3) } : w,
+    );
 }
 
 /** How long a pause fault lasts, in ms. */

@@ -85,7 +85,11 @@ function pausedNs(w: string, from: bigint, to: bigint, pauses: readonly PauseWin
 
 const ms = (ns: bigint): number => Number(ns) / 1e6;
 
-export function checkCalls(calls: readonly CallRecord[], holds: readonly Hold[], ctx: CallContext): { violations: CallViolation[]; stats: CallStats } {
+export function checkCalls(
+  calls: readonly CallRecord[],
+  holds: readonly Hold[],
+  ctx: CallContext,
+): { violations: CallViolation[]; stats: CallStats } {
   const violations: CallViolation[] = [];
   const stats: CallStats = { calls: calls.length, cut: 0, errors: {}, errorSamples: {}, maxOverrunMs: {}, maxPausedMs: 0 };
   const holdById = new Map(holds.map((h) => [`${h.w}#${h.lock}`, h]));
@@ -117,12 +121,22 @@ export function checkCalls(calls: readonly CallRecord[], holds: readonly Hold[],
     if (done.ev === 'error') stats.errorSamples[failure] ??= done.message;
     const allowed = failure === 'busy' ? kind === 'acquire:fail-fast' : (ALLOWED[kind] ?? []).includes(failure);
     if (!allowed) {
-      violations.push({ kind: 'unexpected-error', invoke, done, detail: `${kind} ended with ${failure}${done.ev === 'error' ? `: ${done.message}` : ''}` });
+      violations.push({
+        kind: 'unexpected-error',
+        invoke,
+        done,
+        detail: `${kind} ended with ${failure}${done.ev === 'error' ? `: ${done.message}` : ''}`,
+      });
     }
     // Reentrancy: a nested acquire of keys its outer lock held throughout must not find them busy.
     const outer = invoke.parent === undefined ? undefined : holdById.get(`${invoke.w}#${invoke.parent}`);
     if (outer?.to !== undefined && outer.to >= BigInt(done.t) && ['busy', 'LockBusyError', 'LockTimeoutError'].includes(failure)) {
-      violations.push({ kind: 'reentrancy', invoke, done, detail: `nested acquire inside ${invoke.w} lock ${invoke.parent} (held until after it) ended with ${failure}` });
+      violations.push({
+        kind: 'reentrancy',
+        invoke,
+        done,
+        detail: `nested acquire inside ${invoke.w} lock ${invoke.parent} (held until after it) ended with ${failure}`,
+      });
     }
   }
   return { violations, stats };

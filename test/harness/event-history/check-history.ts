@@ -55,7 +55,10 @@ function describeHold(h: Hold): object {
 /** One line per violation, JSON, with both holds' (or the call's) events. */
 export function formatViolations(check: HistoryCheck, limit = 20): string {
   const lines = [
-    ...check.holdViolations.map((v) => `${v.kind} on "${v.key}": ${v.detail}\n  a=${JSON.stringify(describeHold(v.a))}${v.b ? `\n  b=${JSON.stringify(describeHold(v.b))}` : ''}`),
+    ...check.holdViolations.map(
+      (v) =>
+        `${v.kind} on "${v.key}": ${v.detail}\n  a=${JSON.stringify(describeHold(v.a))}${v.b ? `\n  b=${JSON.stringify(describeHold(v.b))}` : ''}`,
+    ),
     ...check.callViolations.map((v) => `${v.kind}: ${v.detail}\n  invoke=${JSON.stringify(v.invoke)}\n  done=${JSON.stringify(v.done)}`),
   ];
   const shown = lines.slice(0, limit).join('\n');

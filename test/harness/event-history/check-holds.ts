@@ -41,11 +41,17 @@ export function checkHolds(holds: readonly Hold[]): HoldViolation[] {
     const asked = [...new Set(h.invoke.keys ?? [])].sort();
     const granted = Object.keys(h.grant.fences).sort();
     if (asked.join('\0') !== granted.join('\0')) {
-      violations.push({ kind: 'grant-keys', key: asked.join(','), a: h, detail: `asked for [${asked.join(',')}] but the lock reports fences for [${granted.join(',')}]` });
+      violations.push({
+        kind: 'grant-keys',
+        key: asked.join(','),
+        a: h,
+        detail: `asked for [${asked.join(',')}] but the lock reports fences for [${granted.join(',')}]`,
+      });
     }
     for (const key of ownKeys(h)) {
       const fence = fenceOf(h, key);
-      if (!Number.isSafeInteger(fence) || fence <= 0) violations.push({ kind: 'bad-fence', key, a: h, detail: `fence ${String(fence)} is not a positive integer` });
+      if (!Number.isSafeInteger(fence) || fence <= 0)
+        violations.push({ kind: 'bad-fence', key, a: h, detail: `fence ${String(fence)} is not a positive integer` });
       if (h.to === undefined) continue;
       const list = byKey.get(key) ?? [];
       list.push(h);

@@ -88,7 +88,7 @@ export function foldHistory(events: readonly HistoryEvent[]): FoldedHistory {
         call.done = e;
         if (e.ev === 'grant') {
           if (call.invoke.op !== 'acquire') fail(e, 'grant of a call that is not an acquire');
-          const parent = call.invoke.parent === undefined ? undefined : holds.get(id(e.w, call.invoke.parent)) ?? fail(e, 'parent lock unknown');
+          const parent = call.invoke.parent === undefined ? undefined : (holds.get(id(e.w, call.invoke.parent)) ?? fail(e, 'parent lock unknown'));
           const borrowed = parent !== undefined && Object.entries(e.fences).every(([k, f]) => parent.grant.fences[k] === f);
           holds.set(id(e.w, e.c), { w: e.w, lock: e.c, invoke: call.invoke, grant: e, from: stampOf(e), parent, borrowed });
         } else if (call.invoke.op === 'release') {

@@ -33,9 +33,7 @@ export function roleOf(prefix: string, key: string): KeyRole {
 
 /** Every key found except fencing tokens that expire within the retention time. Pure. */
 export function strayKeys(prefix: string, found: readonly FoundKey[]): StrayKey[] {
-  return found
-    .map((k) => ({ ...k, role: roleOf(prefix, k.key) }))
-    .filter((k) => !(k.role === 'fence' && k.pttl > 0 && k.pttl <= FENCE_RETENTION_MS));
+  return found.map((k) => ({ ...k, role: roleOf(prefix, k.key) })).filter((k) => !(k.role === 'fence' && k.pttl > 0 && k.pttl <= FENCE_RETENTION_MS));
 }
 
 const globEscape = (text: string): string => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
