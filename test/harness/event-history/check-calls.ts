@@ -57,9 +57,9 @@ export interface CallStats {
 
 /** Errors each kind of call may end with; anything else is a bug (or a lie about the policy). */
 const ALLOWED: Record<string, readonly string[]> = {
-  'acquire:retry': ['LockTimeoutError', 'LockConnectionError', 'DistributedLockError'],
-  'acquire:throw': ['LockBusyError', 'LockConnectionError', 'DistributedLockError'],
-  'acquire:fail-fast': ['LockConnectionError', 'DistributedLockError'],
+  'acquire:retry': ['LockTimeoutError', 'LockConnectionError', 'LockServiceClosedError'],
+  'acquire:throw': ['LockBusyError', 'LockConnectionError', 'LockServiceClosedError'],
+  'acquire:fail-fast': ['LockConnectionError', 'LockServiceClosedError'],
   release: ['LockConnectionError'],
   close: [],
 };
