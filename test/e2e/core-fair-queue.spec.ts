@@ -11,6 +11,7 @@ import * as path from 'path';
 import type Redis from 'ioredis';
 import { DistributedLockModuleOptions, Lock, LockBusyError, LockService, LockTimeoutError } from '../../lib';
 import { RedisProcess } from '../harness/redis-process';
+import { Seen, startMonitor } from '../harness/redis-monitor';
 import { killSurvivors, startWorker, WorkerHandle } from '../harness/worker-process';
 import { SettleTracker } from './workers/support/settle-tracker';
 import { isAlive, pollUntil, sleep } from './workers/support/timing';
@@ -205,11 +206,20 @@ describe('fair queue', () => {
   });
 
   it('a holder killed with -9 while a live waiter is slow to wake: the lapsed key waits for that waiter, a newcomer is turned away', async () => {
+    const monitor = await startMonitor(redis);
+    try {
+      await killedHolderCase(monitor.seen);
+    } finally {
+      monitor.stop();
+    }
+  });
+
+  async function killedHolderCase(seen: readonly Seen[]): Promise<void> {
     const HOLDER_TTL = 800;
     const WAITER_TTL = 500;
     const holder = startWorker(HOLDER, { env: { REDIS_URL: redis.url, KEY: 'killed', KEY_PREFIX: 'fq:', TTL: String(HOLDER_TTL) } });
     workers.push(holder);
-    await holder.waitFor((l) => l.event === 'acquired', 10_000);
+    const holderGot = await holder.waitFor((l) => l.event === 'acquired', 10_000);
     // The waiter is a process too, so it can be stopped (a GC pause, a starved CPU) while its place stays live.
     const waiter = startWorker(HOLDER, {
       env: {
@@ -229,8 +239,14 @@ describe('fair queue', () => {
     // lease on noticing), and a waiter at the head wakes when the holder's lease would end: a key sits
     // free with a live waiter queued only when the holder died and the waiter is slow to look. So:
     // stop the waiter before the holder's lease could end (it would wake for that), then kill the holder.
+    // Not in the middle of an attempt, though (a grant answered after a long stop is refused as too
+    // late): at its first wait the waiter subscribes and asks once more at once, then sleeps.
+    const askedAgain = (c: Seen) => c.args.includes(waiterToken) && c.args[c.args.length - 1] === '1';
+    expect(await pollUntil(() => seen.some(askedAgain), 2_000, 1)).toBe(true);
     waiter.pause();
     expect(await pollUntil(() => procState(waiter.pid) === 'T', 1_000, 1)).toBe(true);
+    // Nothing was granted to the waiter before it stopped: the key is still the holder's.
+    expect(await client.get('fq:{killed}')).toBe(holderGot.token);
     expect((await holder.kill9()).signal).toBe('SIGKILL');
     expect(isAlive(holder.pid)).toBe(false);
     expect(waiter.lines.some((l) => l.event === 'acquired')).toBe(false);
@@ -264,7 +280,7 @@ describe('fair queue', () => {
     );
     expect(lock.fencingToken).toBeGreaterThan(got.fence);
     expect(await lock.release()).toBe(true);
-  });
+  }
 
   it('a minHold release lets the key run out unannounced: it still goes to the queued waiter, not to a newcomer', async () => {
     const MIN_HOLD = 300;
