@@ -8,10 +8,10 @@ export const SOAK = process.env.SOAK === '1';
 
 /**
  * Timer lateness and scheduling allowed on top of every call's documented bound. Measured on this
- * 2-core machine shared with other test runs: the largest overrun of a bound seen in the CI and soak
- * runs was a few ms (fail-fast, release and throw calls hitting commandTimeout while Redis was
- * stopped); 250 ms leaves room for a loaded machine without hiding a missing timeout (the bounds are
- * 300 ms – 5 s).
+ * 2-core machine shared with other test runs (load 2–6): calls that hit commandTimeout with Redis
+ * stopped overran it by at most 4 ms (throw, fail-fast, release) and 64 ms (retry), apart from the
+ * CommandDeadlines defect (test/unit/command-deadlines-bound.spec.ts), which adds a whole timeout.
+ * 250 ms leaves room for a busier machine without hiding a missing timeout (bounds are 0.3–5 s).
  */
 export const SLACK_MS = 250;
 
