@@ -4,7 +4,7 @@
  * timing of a real run still varies). The arbitrary is the place where "what may happen" is written.
  */
 import fc from 'fast-check';
-import type { WorkerPlan } from '../workers/support/history-plan';
+import type { CallMix, WorkerPlan } from '../workers/support/history-plan';
 
 export type FaultKind = 'kill-worker' | 'stop-worker' | 'stop-redis' | 'restart-redis';
 
@@ -20,7 +20,8 @@ export interface FaultPlan {
   crash: boolean;
 }
 
-export interface Workload {
+/** `multis` are on ring 0's names; every ring gets its own copy. */
+export interface Workload extends CallMix {
   seed: number;
   workers: number;
   lanes: number;
@@ -31,18 +32,6 @@ export interface Workload {
    */
   rings: number;
   coldKeys: number;
-  /** Share of single-key calls on a hot key (the rest on cold keys, if any). */
-  hotShare: number;
-  /** Multi-key sets on ring 0's names; every ring gets its own copy. */
-  multis: string[][];
-  multiShare: number;
-  policyWeights: [number, number, number];
-  waitMs: number;
-  shortWaitMs: number;
-  shortWaitShare: number;
-  bodyMaxMs: number;
-  withLockShare: number;
-  nestedShare: number;
   /** close() mid-hold: which worker, at which of its sections. */
   closes: Array<{ worker: number; atShare: number }>;
   ttl: number;

@@ -14,18 +14,9 @@ export interface ServicePlan {
   shutdownTimeout: number;
 }
 
-export interface WorkerPlan {
-  /** Name of this process incarnation in the history (a restarted worker gets a new one). */
-  worker: string;
-  seed: number;
-  /** Top-level sections to complete before stopping. */
-  sections: number;
-  /** Concurrent lanes (async loops) in the process, sharing its one LockService. */
-  lanes: number;
-  /** Keys taken alone: hot ones (also in the multi-key sets) and cold ones (only alone). */
-  hot: string[];
-  cold: string[];
-  /** Share of single-key calls on a hot key. */
+/** The mix of calls a worker makes: drawn once per workload, handed to every worker unchanged. */
+export interface CallMix {
+  /** Share of single-key calls on a hot key (the rest on cold keys, if any). */
   hotShare: number;
   /** Key sets taken together (their order shuffled per call: the library must sort them). */
   multis: string[][];
@@ -44,6 +35,19 @@ export interface WorkerPlan {
   withLockShare: number;
   /** Share of withLock bodies that take (some of) their keys again through a nested withLock. */
   nestedShare: number;
+}
+
+export interface WorkerPlan extends CallMix {
+  /** Name of this process incarnation in the history (a restarted worker gets a new one). */
+  worker: string;
+  seed: number;
+  /** Top-level sections to complete before stopping. */
+  sections: number;
+  /** Concurrent lanes (async loops) in the process, sharing its one LockService. */
+  lanes: number;
+  /** Keys taken alone: hot ones (also in the multi-key sets) and cold ones (only alone). */
+  hot: string[];
+  cold: string[];
   /** Section counts at which the worker calls close() on its service mid-hold, then starts a new one. */
   closeAt: number[];
   service: ServicePlan;
