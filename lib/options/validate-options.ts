@@ -1,6 +1,6 @@
 import { describeValue } from '../errors/describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
-import { MAX_TIMER_MS, MIN_TTL_MS } from './lock-defaults';
+import { MAX_TIMER_MS, MIN_TTL_MS } from './limits';
 
 /** Validation runs before any Redis command, so a bad value never reaches Redis. */
 export function assertIntegerMs(option: string, value: unknown, min: number): number {
