@@ -5,6 +5,7 @@ import type { LockOptions } from '../options/lock-options.interface';
 import { CompiledKeySource, LockKeySpec, compileKeySource } from '../keys/key-source';
 import { LOCK_DEFAULTS, MAX_TIMER_MS } from '../options/lock-defaults';
 import { ResolvedLockOptions, resolveLockOptions } from '../options/resolve-options';
+import { injectLockServiceInto } from './lock-service-injection';
 import { LockedMethod, invokeForObservable, invokeForPromise } from './locked-invocation';
 import { LOCKED_METADATA, LockedMetadata } from './locked.constants';
 import { HAS_LOCKED_METHODS, LOCKED_WRAPPERS } from './locked.internal-constants';
@@ -28,8 +29,8 @@ import type { LockedOptions } from './locked-options.interface';
  *   and carries every metadata key of the original, so decorators above or below keep working.
  * - The method becomes asynchronous (it returns a Promise) unless its declared return type is
  *   `Observable`, in which case the lock is held for each subscription. Generator methods are refused.
- * - The `LockService` is found at call time on the instance (attached by `DistributedLockModule`);
- *   without it the call fails and the method does not run.
+ * - The `LockService` is found at call time on the instance (Nest injects it, request-scoped instances
+ *   included); without it, or before the application is initialised, the call fails and the method does not run.
  */
 export function Locked(keys: LockKeySpec, options: LockedOptions = {}): MethodDecorator {
   return (target: object, propertyKey: string | symbol, descriptor: PropertyDescriptor) => {
@@ -64,6 +65,7 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}): MethodDe
     const metadata: LockedMetadata = { keys, options };
     Reflect.defineMetadata(LOCKED_METADATA, metadata, wrapper);
     Reflect.defineMetadata(HAS_LOCKED_METHODS, true, target);
+    injectLockServiceInto(target);
     LOCKED_WRAPPERS.add(wrapper);
     descriptor.value = wrapper;
     return descriptor;

@@ -1,0 +1,25 @@
+import { Inject, Optional } from '@nestjs/common';
+import { PROPERTY_DEPS_METADATA } from '@nestjs/common/constants';
+import { LOCK_SERVICE_REF } from './locked.internal-constants';
+
+/**
+ * Provider token for the application's `LockService` as `@Locked` instances receive it
+ * (`useExisting: LockService` in `DistributedLockModule`). A token of its own, not the class, so
+ * the decorator does not import the service.
+ */
+export const LOCKED_LOCK_SERVICE = Symbol('distributed-lock:locked-lock-service');
+
+/**
+ * Asks Nest to inject the application's `LockService` into `LOCK_SERVICE_REF` of every instance of
+ * the class, whatever its scope: Nest creates request-scoped and transient instances after startup,
+ * one per request or consumer, and injects their properties each time; the explorer only ever sees
+ * the instances made at startup. Optional, so an application without the module still boots (the
+ * call then fails, saying to import it). Registered once per class hierarchy.
+ */
+export function injectLockServiceInto(prototype: object): void {
+  const owner = prototype.constructor;
+  const deps = (Reflect.getMetadata(PROPERTY_DEPS_METADATA, owner) ?? []) as { key: string | symbol }[];
+  if (deps.some((dep) => dep.key === LOCK_SERVICE_REF)) return;
+  Inject(LOCKED_LOCK_SERVICE)(prototype, LOCK_SERVICE_REF);
+  Optional()(prototype, LOCK_SERVICE_REF);
+}
