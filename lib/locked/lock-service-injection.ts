@@ -1,5 +1,4 @@
 import { Inject, Optional } from '@nestjs/common';
-import { PROPERTY_DEPS_METADATA } from '@nestjs/common/constants';
 import { LOCK_SERVICE_REF } from './locked.internal-constants';
 
 /**
@@ -9,17 +8,21 @@ import { LOCK_SERVICE_REF } from './locked.internal-constants';
  */
 export const LOCKED_LOCK_SERVICE = Symbol('distributed-lock:locked-lock-service');
 
+/** Classes already registered. */
+const registered = new WeakSet<object>();
+
 /**
  * Asks Nest to inject the application's `LockService` into `LOCK_SERVICE_REF` of every instance of
  * the class, whatever its scope: Nest creates request-scoped and transient instances after startup,
  * one per request or consumer, and injects their properties each time; the explorer only ever sees
  * the instances made at startup. Optional, so an application without the module still boots (the
- * call then fails, saying to import it). Registered once per class hierarchy.
+ * call then fails, saying to import it). Registered once per class (a subclass with @Locked methods
+ * of its own registers again: the same property injected twice, harmlessly).
  */
 export function injectLockServiceInto(prototype: object): void {
   const owner = prototype.constructor;
-  const deps = (Reflect.getMetadata(PROPERTY_DEPS_METADATA, owner) ?? []) as { key: string | symbol }[];
-  if (deps.some((dep) => dep.key === LOCK_SERVICE_REF)) return;
+  if (registered.has(owner)) return;
+  registered.add(owner);
   Inject(LOCKED_LOCK_SERVICE)(prototype, LOCK_SERVICE_REF);
   Optional()(prototype, LOCK_SERVICE_REF);
 }
