@@ -24,7 +24,7 @@ import {
   Param,
   UseGuards,
 } from '@nestjs/common';
-import { HttpAdapterHost } from '@nestjs/core';
+import { APP_FILTER, HttpAdapterHost } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
@@ -134,6 +134,8 @@ interface AppExtras {
   httpErrors?: boolean;
   userFilter?: boolean;
   lockFilter?: boolean;
+  /** LockHttpErrorsFilter registered as a provider (APP_FILTER) instead of with useGlobalFilters. */
+  lockFilterProvider?: boolean;
 }
 
 async function createApp(platform: Platform, redisUrl: string, extra: AppExtras = {}) {
@@ -149,7 +151,7 @@ async function createApp(platform: Platform, redisUrl: string, extra: AppExtras 
       }),
     ],
     controllers: [SeatsController, UsersController],
-    providers: [OnePerUserGuard],
+    providers: [OnePerUserGuard, ...(extra.lockFilterProvider ? [{ provide: APP_FILTER, useClass: LockHttpErrorsFilter }] : [])],
   })
   class AppModule implements NestModule {
     configure(consumer: MiddlewareConsumer) {
@@ -343,6 +345,18 @@ describe.each<Platform>(['express', 'fastify'])('HTTP mapping on %s', (platform)
           expect(res.body).toMatchObject({ resource: 'seat:<0>', reason: 'busy' });
         });
       });
+    });
+
+    it('registered as a provider (APP_FILTER), the filter answers a busy guard the same way', async () => {
+      const provided = await createApp(platform, redis.url, { lockFilterProvider: true });
+      try {
+        await whileHeld(GUARD_KEY, async () => {
+          const res = await request(provided.getHttpServer()).get('/users/guarded').expect(409).expect('retry-after', '1');
+          expect(res.body).toMatchObject({ statusCode: 409, reason: 'busy' });
+        });
+      } finally {
+        await provided.close();
+      }
     });
 
     it('with httpErrors: false and the filter, handler errors get the same answer from the filter', async () => {
