@@ -11,7 +11,7 @@ import { REQUEST } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { DistributedLockModule, Locked, currentLock } from '../../lib';
+import { DistributedLockModule, Locked, LockService, currentLock } from '../../lib';
 import { pollUntil, redisSuite } from '../unit/core-helpers';
 
 const PREFIX = 'rs:';
@@ -75,9 +75,9 @@ class ScopedController {
 
 type Platform = 'express' | 'fastify';
 
-async function createApp(platform: Platform, redisUrl: string): Promise<INestApplication> {
+async function createApp(platform: Platform, redisUrl: string, keyPrefix = PREFIX): Promise<INestApplication> {
   @Module({
-    imports: [DistributedLockModule.forRoot({ redis: redisUrl, keyPrefix: PREFIX })],
+    imports: [DistributedLockModule.forRoot({ redis: redisUrl, keyPrefix })],
     controllers: [ScopedController],
     providers: [Bookings],
   })
@@ -142,5 +142,22 @@ describe.each<Platform>(['express', 'fastify'])('@Locked in request-scoped insta
     expect(made.controllers - before.controllers).toBe(2);
     expect(made.bookings - before.bookings).toBe(2);
     expect(await suite.client.exists(`${PREFIX}{${lockName}:${id}}`)).toBe(0);
+  });
+
+  it('two applications in one process: each request-scoped instance locks through its own application', async () => {
+    const other = await createApp(platform, suite.redis.url, 'rs-other:');
+    try {
+      const held = await app.get(LockService).acquire(`booking:two-${platform}`);
+      try {
+        // Same class, same key: busy in the application whose LockService holds it, free in the other (its own prefix).
+        await request(app.getHttpServer()).get(`/scoped/provider/two-${platform}`).expect(409);
+        const res = await request(other.getHttpServer()).get(`/scoped/provider/two-${platform}`).expect(200);
+        expect(res.body).toMatchObject({ lock: `booking:two-${platform}` });
+      } finally {
+        await held.release();
+      }
+    } finally {
+      await other.close();
+    }
   });
 });
