@@ -53,6 +53,20 @@ class Bookings {
   }
 }
 
+/** One instance per consumer, made at startup. */
+@Injectable({ scope: Scope.TRANSIENT })
+class Stamps {
+  @Locked('stamp:<0>')
+  async stamp(_id: string) {
+    return currentLock()?.key;
+  }
+}
+
+@Injectable()
+class StampDesk {
+  constructor(readonly stamps: Stamps) {}
+}
+
 /** Request-scoped only because it injects Bookings. */
 @Controller('scoped')
 class ScopedController {
@@ -79,7 +93,7 @@ async function createApp(platform: Platform, redisUrl: string, keyPrefix = PREFI
   @Module({
     imports: [DistributedLockModule.forRoot({ redis: redisUrl, keyPrefix })],
     controllers: [ScopedController],
-    providers: [Bookings],
+    providers: [Bookings, Stamps, StampDesk],
   })
   class AppModule {}
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
@@ -159,5 +173,9 @@ describe.each<Platform>(['express', 'fastify'])('@Locked in request-scoped insta
     } finally {
       await other.close();
     }
+  });
+
+  it('a TRANSIENT provider (its own instance per consumer) locks too', async () => {
+    await expect(app.get(StampDesk).stamps.stamp('t')).resolves.toBe('stamp:t');
   });
 });
