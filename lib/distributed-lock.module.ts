@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { LockHttpErrorsInterceptor } from './locked/lock-http-errors.interceptor';
+import { LOCKED_LOCK_SERVICE } from './locked/lock-service-injection';
 import { LockedExplorer } from './locked/locked.explorer';
 import { DistributedLockConfigurableModule } from './distributed-lock.module-definition';
 import { LockService } from './lock.service';
@@ -12,7 +13,13 @@ import { LockService } from './lock.service';
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [LockService, LockedExplorer, { provide: APP_INTERCEPTOR, useClass: LockHttpErrorsInterceptor }],
-  exports: [LockService],
+  providers: [
+    LockService,
+    // What Nest injects into instances with @Locked methods (any scope): see locked/lock-service-injection.ts.
+    { provide: LOCKED_LOCK_SERVICE, useExisting: LockService },
+    LockedExplorer,
+    { provide: APP_INTERCEPTOR, useClass: LockHttpErrorsInterceptor },
+  ],
+  exports: [LockService, LOCKED_LOCK_SERVICE],
 })
 export class DistributedLockModule extends DistributedLockConfigurableModule {}

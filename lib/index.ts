@@ -11,5 +11,6 @@ export { LOCKED_METADATA } from './locked/locked.constants';
 export type { LockedMetadata } from './locked/locked.constants';
 export type { LockedOptions } from './locked/locked-options.interface';
 export { LockHttpErrorsInterceptor } from './locked/lock-http-errors.interceptor';
+export { LockHttpErrorsFilter } from './locked/lock-http-errors.filter';
 export type { LockKeySpec } from './keys/key-source';
 export { lockKey } from './keys/lock-key';

@@ -22,7 +22,10 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
     this.engine = new LockEngine(options);
   }
 
-  /** Waits (bounded) for the connection, so the first lock of the application does not fail on a handshake in progress. */
+  /**
+   * Startup: waits up to `startupTimeout` for Redis and rejects with `LockConnectionError` when it cannot be
+   * reached (`requireRedisAtStartup`, the default); with `requireRedisAtStartup: false`, returns at once.
+   */
   onModuleInit(): Promise<void> {
     return this.engine.ready();
   }

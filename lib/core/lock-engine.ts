@@ -77,17 +77,34 @@ export class LockEngine implements LockRuntime {
     this.acquireContext = { store: this.store, wakeChannel: this.wakeChannel, waiterLease, shutdown: this.shutdown.signal };
   }
 
-  /** Waits (bounded) for the connection, so the first lock of the application does not fail on a handshake in progress. */
+  /**
+   * Startup: with `requireRedisAtStartup`, waits up to `startupTimeout` for the first connection and
+   * fails startup (closing what the module made) when none comes. Without it, startup goes on at
+   * once: each call waits for the first connection within its own `commandTimeout`.
+   */
   async ready(): Promise<void> {
-    const waitMs = connectTimeoutFor(this.settings.commandTimeout);
-    const ready = await waitUntilReady(this.connection.client, waitMs);
-    // A failed attempt of a connection we own was already logged as "not reachable", with its reason (connection-health.ts).
-    if (!ready && !this.connectionState.reason) {
-      this.logger.error(
-        `${this.connectionState.target} is not reachable: no connection within ${waitMs} ms of startup. ` +
-          `Lock calls fail with LockConnectionError until it is; check the redis option and that the server is running.`,
-      );
+    const { requireRedisAtStartup, startupTimeout, commandTimeout } = this.settings;
+    const { client, owned } = this.connection;
+    if (!requireRedisAtStartup) {
+      if (!owned && client.status !== 'wait') void this.reportIfNeverReady(connectTimeoutFor(commandTimeout));
+      return;
     }
+    // A client of the user's made with lazyConnect connects on its first command; startup is that moment.
+    if (client.status === 'wait') client.connect().catch(() => undefined);
+    if (await waitUntilReady(client, startupTimeout)) return;
+    const error = this.connectionState.notReachableAtStartup(startupTimeout);
+    await this.close();
+    throw error;
+  }
+
+  /** A connection we own logs its failed attempts itself (connection-health.ts); a user's client gets this one line. */
+  private async reportIfNeverReady(waitMs: number): Promise<void> {
+    if (await waitUntilReady(this.connection.client, waitMs)) return;
+    if (this.shutdown.signal.aborted) return;
+    this.logger.error(
+      `${this.connectionState.target} is not reachable: no connection within ${waitMs} ms of startup. ` +
+        `Lock calls fail with LockConnectionError until it is; check the redis option and that the server is running.`,
+    );
   }
 
   /**

@@ -9,6 +9,8 @@ export type LockKeySpec = string | readonly string[] | ((...args: any[]) => stri
 
 /** @internal A key spec compiled at decoration time; `resolve` runs once per call, before any Redis command. */
 export interface CompiledKeySource {
+  /** What the keys are called where resolved keys must not be shown: the template(s), or `Class.method` for a key function. */
+  readonly name: string;
   /** Keys of one call (one for a single template). `self` is the method's `this`, given to key functions. */
   resolve(self: unknown, args: readonly unknown[]): string[];
 }
@@ -27,7 +29,7 @@ export function compileKeySource(spec: LockKeySpec, declaredArgs: number, where:
   if (list.length === 0) throw new LockKeyError(`${where}: the array of key templates is empty.`);
   const templates = list.map((t) => parseKeyTemplate(t, where));
   for (const template of templates) assertDeclared(template, declaredArgs, where);
-  return { resolve: (_self, args) => templates.map((t) => resolveKeyTemplate(t, args, where)) };
+  return { name: list.join(', '), resolve: (_self, args) => templates.map((t) => resolveKeyTemplate(t, args, where)) };
 }
 
 function assertDeclared(template: KeyTemplate, declaredArgs: number, where: string): void {
@@ -44,6 +46,7 @@ function assertDeclared(template: KeyTemplate, declaredArgs: number, where: stri
 /** A key function is called with the method's `this` and arguments; its result is checked like a template's. */
 function functionSource(fn: (...args: never[]) => unknown, where: string): CompiledKeySource {
   return {
+    name: where.replace(/^@Locked on /, ''),
     resolve(self, args) {
       const result: unknown = Reflect.apply(fn, self, args);
       const list = Array.isArray(result) ? result : [result];

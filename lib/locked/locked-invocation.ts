@@ -2,6 +2,9 @@ import { Observable, isObservable } from 'rxjs';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import type { LockOptions } from '../options/lock-options.interface';
 import type { CompiledKeySource } from '../keys/key-source';
+import { LockBusyError } from '../errors/lock-busy.error';
+import { LockTimeoutError } from '../errors/lock-timeout.error';
+import { nameLockError } from './lock-error-names';
 import { lockServiceOf } from './lock-service-of';
 
 /** Everything one `@Locked` method needs at call time, computed once at decoration. */
@@ -23,7 +26,7 @@ export interface LockedMethod {
 export async function invokeForPromise(m: LockedMethod, self: unknown, args: unknown[]): Promise<unknown> {
   const service = lockServiceOf(self, m.where);
   const keys = m.keys.resolve(self, args);
-  return service.withLock(
+  const locked = service.withLock(
     keys,
     async () => {
       const result = await Reflect.apply(m.original, self, args);
@@ -37,6 +40,7 @@ export async function invokeForPromise(m: LockedMethod, self: unknown, args: unk
     },
     { ...m.lockOptions, fallback: () => fallbackValue(m, self, args) },
   );
+  return locked.catch((error: unknown) => nameOwnBusyError(error, m, keys));
 }
 
 /**
@@ -58,7 +62,7 @@ export function invokeForObservable(m: LockedMethod, self: unknown, args: unknow
     const run = async () => {
       const service = lockServiceOf(self, m.where);
       const keys = m.keys.resolve(self, args);
-      const outcome = await service.withLock(
+      const locked = service.withLock(
         keys,
         () => {
           ran = true;
@@ -77,6 +81,7 @@ export function invokeForObservable(m: LockedMethod, self: unknown, args: unknow
         },
         { ...m.lockOptions, fallback: () => fallbackValue(m, self, args) },
       );
+      const outcome = await locked.catch((error: unknown) => nameOwnBusyError(error, m, keys));
       if (!ran) return deliverFallback(outcome, subscriber);
       if (terminal === 'complete') subscriber.complete();
       else if (terminal) subscriber.error(terminal.error);
@@ -88,6 +93,12 @@ export function invokeForObservable(m: LockedMethod, self: unknown, args: unknow
       inner?.unsubscribe();
     };
   });
+}
+
+/** A busy or timed-out key of this very call gets the method's lock name, for answers that must not show the key. Rethrows. */
+function nameOwnBusyError(error: unknown, m: LockedMethod, keys: readonly string[]): never {
+  if ((error instanceof LockBusyError || error instanceof LockTimeoutError) && keys.includes(error.key)) nameLockError(error, m.keys.name);
+  throw error;
 }
 
 function fallbackValue(m: LockedMethod, self: unknown, args: unknown[]): unknown {

@@ -6,6 +6,7 @@ import { CompiledKeySource, LockKeySpec, compileKeySource } from '../keys/key-so
 import { LOCK_DEFAULTS } from '../options/lock-defaults';
 import { MAX_TIMER_MS } from '../options/limits';
 import { ResolvedLockOptions, resolveLockOptions } from '../options/resolve-options';
+import { injectLockServiceInto } from './lock-service-injection';
 import { LockedMethod, invokeForObservable, invokeForPromise } from './locked-invocation';
 import { LOCKED_METADATA, LockedMetadata } from './locked.constants';
 import { HAS_LOCKED_METHODS, LOCKED_WRAPPERS } from './locked.internal-constants';
@@ -29,8 +30,8 @@ import type { LockedOptions } from './locked-options.interface';
  *   and carries every metadata key of the original, so decorators above or below keep working.
  * - The method becomes asynchronous (it returns a Promise) unless its declared return type is
  *   `Observable`, in which case the lock is held for each subscription. Generator methods are refused.
- * - The `LockService` is found at call time on the instance (attached by `DistributedLockModule`);
- *   without it the call fails and the method does not run.
+ * - The `LockService` is found at call time on the instance (Nest injects it, request-scoped instances
+ *   included); without it, or before the application is initialised, the call fails and the method does not run.
  */
 export function Locked(keys: LockKeySpec, options: LockedOptions = {}): MethodDecorator {
   return (target: object, propertyKey: string | symbol, descriptor: PropertyDescriptor) => {
@@ -65,6 +66,7 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}): MethodDe
     const metadata: LockedMetadata = { keys, options };
     Reflect.defineMetadata(LOCKED_METADATA, metadata, wrapper);
     Reflect.defineMetadata(HAS_LOCKED_METHODS, true, target);
+    injectLockServiceInto(target);
     LOCKED_WRAPPERS.add(wrapper);
     descriptor.value = wrapper;
     return descriptor;

@@ -1,21 +1,26 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { LockService } from '../lock.service';
+import { moduleClosed, moduleCompiled, moduleStarted } from './locked-readiness';
 import { HAS_LOCKED_METHODS, LOCK_SERVICE_REF } from './locked.internal-constants';
 
 /**
- * Attaches this application's `LockService` to every provider and controller instance whose class
- * has `@Locked` methods, so the wrapper finds it on `this` at call time. Runs in `onModuleInit` of
- * the (global by default, hence first-initialised) lock module, before schedulers, event listeners
- * and servers start calling methods.
+ * Opens `@Locked` calls of this application once its lock module starts (`onModuleInit` of the
+ * global, hence first-initialised, module: before schedulers, event listeners and servers call
+ * methods). Nest injects the `LockService` into every instance of a class with `@Locked` methods,
+ * whatever its scope (lock-service-injection.ts); the explorer also attaches it to the instances
+ * the injector did not build (factory and value providers) or could not reach (a class in a module
+ * that does not see a non-global lock module).
  */
 @Injectable()
-export class LockedExplorer implements OnModuleInit {
+export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly locks: LockService,
-  ) {}
+  ) {
+    moduleCompiled(this);
+  }
 
   onModuleInit(): void {
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
@@ -25,9 +30,15 @@ export class LockedExplorer implements OnModuleInit {
         }
       }
     }
+    moduleStarted(this, this.locks);
+  }
+
+  onModuleDestroy(): void {
+    moduleClosed(this);
   }
 }
 
+/** The instances made at startup (for a request-scoped class, only a placeholder: its instances are made, and injected, per request). */
 function instancesOf(wrapper: InstanceWrapper): object[] {
   const candidates: unknown[] = [wrapper.instance];
   if (wrapper.isTransient) candidates.push(...wrapper.getStaticTransientInstances().map((i): unknown => i?.instance));

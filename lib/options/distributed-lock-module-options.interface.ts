@@ -38,4 +38,22 @@ export interface DistributedLockModuleOptions extends LockOptions {
   replicaAcks?: number;
   /** How long each confirmation waits for `replicaAcks` replicas, in ms; below `commandTimeout`. @default 500 */
   replicaAckTimeout?: number;
+  /**
+   * Whether application startup (`app.init()`, `app.listen()`) fails when Redis cannot be reached, as
+   * TypeORM and Mongoose fail it for their database: startup waits up to `startupTimeout` for the first
+   * connection, then rejects with a `LockConnectionError` naming the address (and closes the connection
+   * the module made). `false`: startup does not wait; lock calls fail with `LockConnectionError` until
+   * Redis is reachable and work from the moment it is. @default true
+   */
+  requireRedisAtStartup?: boolean;
+  /** How long startup waits for the first connection to Redis, in ms (with `requireRedisAtStartup`). @default 10000 */
+  startupTimeout?: number;
+  /**
+   * Whether lock errors thrown by HTTP route handlers become HTTP answers: 409 Conflict for a busy key
+   * or a wait that timed out, 503 Service Unavailable for Redis trouble or an instance shutting down,
+   * each with `Retry-After`. `false`: they reach your exception filters as the typed errors (a 500
+   * unless a filter of yours maps them). Guards and middleware need `LockHttpErrorsFilter` either way.
+   * @default true
+   */
+  httpErrors?: boolean;
 }

@@ -16,4 +16,7 @@ export const LOCK_DEFAULTS = {
   shutdownTimeout: 5_000,
   replicaAcks: 0,
   replicaAckTimeout: 500,
+  requireRedisAtStartup: true,
+  startupTimeout: 10_000,
+  httpErrors: true,
 } as const;

@@ -36,6 +36,9 @@ export interface ResolvedModuleOptions {
   /** 0: off. */
   replicaAcks: number;
   replicaAckTimeout: number;
+  requireRedisAtStartup: boolean;
+  startupTimeout: number;
+  httpErrors: boolean;
   defaults: ResolvedLockOptions;
 }
 
@@ -99,6 +102,9 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
     shutdownTimeout: assertIntegerMs('shutdownTimeout', options.shutdownTimeout ?? LOCK_DEFAULTS.shutdownTimeout, 0),
     replicaAcks,
     replicaAckTimeout,
+    requireRedisAtStartup: assertBoolean('requireRedisAtStartup', options.requireRedisAtStartup ?? LOCK_DEFAULTS.requireRedisAtStartup),
+    startupTimeout: assertIntegerMs('startupTimeout', options.startupTimeout ?? LOCK_DEFAULTS.startupTimeout, 1),
+    httpErrors: assertBoolean('httpErrors', options.httpErrors ?? LOCK_DEFAULTS.httpErrors),
     defaults: resolveLockOptions(BUILT_IN, options, 'DistributedLockModule'),
   };
 }

@@ -106,6 +106,17 @@ export class ConnectionState implements CommandGate {
     );
   }
 
+  /** Startup gave up waiting for the first connection (`requireRedisAtStartup`). */
+  notReachableAtStartup(waitedMs: number): LockConnectionError {
+    return new LockConnectionError(
+      `${this.target} is not reachable${this.reason}: no connection within ${waitedMs} ms (startupTimeout), so the application ` +
+        `did not start (requireRedisAtStartup). Check the redis option and that the server is running, raise startupTimeout ` +
+        `if Redis starts slowly, or set requireRedisAtStartup: false to start without it (lock calls then fail with ` +
+        `LockConnectionError until Redis is reachable).`,
+      'connect',
+    );
+  }
+
   explain(operation: string, error: unknown): Error | undefined {
     if (!(error instanceof Error) || !IOREDIS_CONNECTION_FAILURE.test(error.message)) return undefined;
     if (!this.everReady) {

@@ -1,18 +1,43 @@
 /**
- * In HTTP handlers a busy key answers 409 Conflict naming the resource (not 500), on Express and on
- * Fastify, with nothing written by the user; Redis trouble answers 503. The application's own
- * exception filters keep working and see the mapped exception.
+ * In HTTP handlers a busy key answers 409 Conflict (not 500), on Express and on Fastify, with nothing
+ * written by the user; Redis trouble and a shutting-down instance answer 503. Every such answer has
+ * `Retry-After`, and a 409 body names the lock by its template, never by the resolved key (which can
+ * carry an e-mail address). The application's own exception filters keep working and see the mapped
+ * exception. `httpErrors: false` turns the mapping off; `LockHttpErrorsFilter` gives the same answers
+ * for lock errors of guards and middleware, which no interceptor sees.
  */
 import 'reflect-metadata';
-import { ArgumentsHost, Catch, Controller, ExceptionFilter, Get, HttpException, INestApplication, Module, Param } from '@nestjs/common';
-import { HttpAdapterHost } from '@nestjs/core';
+import {
+  ArgumentsHost,
+  CanActivate,
+  Catch,
+  Controller,
+  ExceptionFilter,
+  Get,
+  HttpException,
+  INestApplication,
+  Injectable,
+  MiddlewareConsumer,
+  Module,
+  NestMiddleware,
+  NestModule,
+  Param,
+  UseGuards,
+} from '@nestjs/common';
+import { APP_FILTER, HttpAdapterHost } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { DistributedLockModule, Locked, LockBusyError, LockService } from '../../lib';
+import { DistributedLockModule, Locked, LockBusyError, LockHttpErrorsFilter, LockService, lockKey } from '../../lib';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
 
 class TeapotError extends Error {}
+
+/** An address that must never reach a client: it is in the keys of the locks below. */
+const EMAIL = 'alice@example.com';
+const GUARD_KEY = `guard:${EMAIL}`;
+const MIDDLEWARE_KEY = `middleware:${EMAIL}`;
+const MANUAL_KEY = `manual:${EMAIL}`;
 
 @Controller('seats')
 class SeatsController {
@@ -39,6 +64,53 @@ class SeatsController {
   }
 }
 
+/** Takes a lock per user in a guard: the handler runs only when it was free. */
+@Injectable()
+class OnePerUserGuard implements CanActivate {
+  constructor(private readonly locks: LockService) {}
+  async canActivate(): Promise<boolean> {
+    await (await this.locks.acquire(GUARD_KEY, { onBusy: 'throw' })).release();
+    return true;
+  }
+}
+
+@Injectable()
+class OnePerUserMiddleware implements NestMiddleware {
+  constructor(private readonly locks: LockService) {}
+  async use(_req: unknown, _res: unknown, next: () => void): Promise<void> {
+    await (await this.locks.acquire(MIDDLEWARE_KEY, { onBusy: 'throw' })).release();
+    next();
+  }
+}
+
+@Controller('users')
+class UsersController {
+  constructor(private readonly locks: LockService) {}
+
+  @Get(':email/claim')
+  @Locked('user:<0>', { onBusy: 'throw' })
+  async claim(@Param('email') email: string) {
+    return { claimed: email };
+  }
+
+  @Get('manual')
+  async manual() {
+    await (await this.locks.acquire(MANUAL_KEY, { onBusy: 'throw' })).release();
+    return { ok: true };
+  }
+
+  @Get('guarded')
+  @UseGuards(OnePerUserGuard)
+  guarded() {
+    return { ok: true };
+  }
+
+  @Get('behind-middleware')
+  behindMiddleware() {
+    return { ok: true };
+  }
+}
+
 /** A user's own global filter: formats its own error and wraps every HttpException in an envelope. */
 @Catch(TeapotError, HttpException)
 class UserFilter implements ExceptionFilter {
@@ -56,31 +128,65 @@ class UserFilter implements ExceptionFilter {
 
 type Platform = 'express' | 'fastify';
 
-async function createApp(
-  platform: Platform,
-  redisUrl: string,
-  extra: { commandTimeout?: number; shutdownTimeout?: number; userFilter?: boolean } = {},
-) {
+interface AppExtras {
+  commandTimeout?: number;
+  shutdownTimeout?: number;
+  httpErrors?: boolean;
+  userFilter?: boolean;
+  lockFilter?: boolean;
+  /** LockHttpErrorsFilter registered as a provider (APP_FILTER) instead of with useGlobalFilters. */
+  lockFilterProvider?: boolean;
+}
+
+async function createApp(platform: Platform, redisUrl: string, extra: AppExtras = {}) {
   @Module({
-    imports: [DistributedLockModule.forRoot({ redis: redisUrl, commandTimeout: extra.commandTimeout, shutdownTimeout: extra.shutdownTimeout })],
-    controllers: [SeatsController],
+    imports: [
+      DistributedLockModule.forRoot({
+        redis: redisUrl,
+        commandTimeout: extra.commandTimeout,
+        shutdownTimeout: extra.shutdownTimeout,
+        httpErrors: extra.httpErrors,
+        // One test points at a stopped server on purpose, to see the 503 of a request.
+        requireRedisAtStartup: false,
+      }),
+    ],
+    controllers: [SeatsController, UsersController],
+    providers: [OnePerUserGuard, ...(extra.lockFilterProvider ? [{ provide: APP_FILTER, useClass: LockHttpErrorsFilter }] : [])],
   })
-  class AppModule {}
+  class AppModule implements NestModule {
+    configure(consumer: MiddlewareConsumer) {
+      consumer.apply(OnePerUserMiddleware).forRoutes('users/behind-middleware');
+    }
+  }
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
   const app: INestApplication =
     platform === 'express'
       ? moduleRef.createNestApplication({ logger: false })
       : moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
   if (extra.userFilter) app.useGlobalFilters(new UserFilter(app.get(HttpAdapterHost)));
+  if (extra.lockFilter) app.useGlobalFilters(new LockHttpErrorsFilter(app.get(HttpAdapterHost)));
   await app.init();
   if (platform === 'fastify') await (app as NestFastifyApplication).getHttpAdapter().getInstance().ready();
   return app;
 }
 
+/** The whole answer a client sees, headers included, for "does the key leak anywhere" checks. */
+const wholeAnswer = (res: request.Response) => JSON.stringify(res.headers) + res.text;
+
 describe.each<Platform>(['express', 'fastify'])('HTTP mapping on %s', (platform) => {
   let redis: SharedRedis;
   let app: INestApplication;
   let locks: LockService;
+
+  /** Runs `fn` while `key` is held by someone else (this process, another LockService call). */
+  async function whileHeld(key: string, fn: () => Promise<void>): Promise<void> {
+    const held = await locks.acquire(key);
+    try {
+      await fn();
+    } finally {
+      await held.release();
+    }
+  }
 
   beforeAll(async () => {
     redis = await RedisProcess.shared();
@@ -95,70 +201,175 @@ describe.each<Platform>(['express', 'fastify'])('HTTP mapping on %s', (platform)
 
   it('a free key answers 200 and takes exactly one lock per request (never locked twice)', async () => {
     const before = locks.getStats().acquired;
-    await request(app.getHttpServer()).get('/seats/throw/1').expect(200, { booked: '1' });
+    const res = await request(app.getHttpServer()).get('/seats/throw/1').expect(200, { booked: '1' });
+    expect(res.headers['retry-after']).toBeUndefined();
     expect(locks.getStats().acquired - before).toBe(1);
   });
 
-  it('LockBusyError answers 409 with a JSON body naming the resource; the handler does not run', async () => {
+  it('LockBusyError answers 409 with Retry-After and a JSON body naming the lock by its template, not its key; the handler does not run', async () => {
     const controller = app.get(SeatsController);
-    const held = await locks.acquire('seat:A1');
-    try {
+    await whileHeld('seat:A1', async () => {
       const runs = controller.runs;
-      const res = await request(app.getHttpServer()).get('/seats/throw/A1').expect(409).expect('content-type', /json/);
-      expect(res.body).toMatchObject({ statusCode: 409, error: 'Conflict', resource: 'seat:A1', reason: 'busy' });
-      expect(res.body.message).toMatch(/Lock "seat:A1" is held by another owner/);
+      const res = await request(app.getHttpServer()).get('/seats/throw/A1').expect(409).expect('content-type', /json/).expect('retry-after', '1');
+      expect(res.body).toEqual({
+        statusCode: 409,
+        error: 'Conflict',
+        message: 'The lock "seat:<0>" is held by another request; retry later.',
+        resource: 'seat:<0>',
+        reason: 'busy',
+      });
+      expect(res.text).not.toContain('A1');
       expect(controller.runs).toBe(runs);
-    } finally {
-      await held.release();
-    }
+    });
   });
 
-  it('LockTimeoutError answers 409 too', async () => {
-    const held = await locks.acquire('seat:B2');
-    try {
-      const res = await request(app.getHttpServer()).get('/seats/wait/B2').expect(409);
-      expect(res.body).toMatchObject({ statusCode: 409, resource: 'seat:B2', reason: 'timeout' });
-    } finally {
-      await held.release();
-    }
+  it('LockTimeoutError answers 409 too, with Retry-After, naming the template and the wait', async () => {
+    await whileHeld('seat:B2', async () => {
+      const res = await request(app.getHttpServer()).get('/seats/wait/B2').expect(409).expect('retry-after', '1');
+      expect(res.body).toMatchObject({ statusCode: 409, resource: 'seat:<0>', reason: 'timeout' });
+      expect(res.body.message).toMatch(/^The lock "seat:<0>" stayed held by another request for the whole wait \(\d+ ms\); retry later\.$/);
+      expect(res.text).not.toContain('B2');
+    });
   });
 
-  it("the user's own global filter still handles its errors and sees the 409 as a standard HttpException", async () => {
+  it('a key carrying an e-mail address appears nowhere in the answer (body or headers)', async () => {
+    const key = lockKey('user:<0>', EMAIL);
+    await whileHeld(key, async () => {
+      const res = await request(app.getHttpServer()).get(`/users/${EMAIL}/claim`).expect(409).expect('retry-after', '1');
+      expect(res.body).toMatchObject({ resource: 'user:<0>', reason: 'busy' });
+      expect(wholeAnswer(res)).not.toContain(EMAIL);
+      expect(wholeAnswer(res)).not.toContain('alice');
+    });
+  });
+
+  it('a lock taken by hand in a handler answers 409 without naming any key', async () => {
+    await whileHeld(MANUAL_KEY, async () => {
+      const res = await request(app.getHttpServer()).get('/users/manual').expect(409).expect('retry-after', '1');
+      expect(res.body).toEqual({
+        statusCode: 409,
+        error: 'Conflict',
+        message: 'A lock this request needs is held by another request; retry later.',
+        reason: 'busy',
+      });
+      expect(wholeAnswer(res)).not.toContain('alice');
+    });
+  });
+
+  it("the user's own global filter still handles its errors and sees the 409 as a standard HttpException (Retry-After kept)", async () => {
     const filtered = await createApp(platform, redis.url, { userFilter: true });
-    const held = await locks.acquire('seat:C3');
     try {
       await request(filtered.getHttpServer()).get('/seats/teapot').expect(418, { teapot: 'short and stout' });
-      const res = await request(filtered.getHttpServer()).get('/seats/throw/C3').expect(409);
-      expect(res.body).toMatchObject({ envelope: true, cause: LockBusyError.name, statusCode: 409, resource: 'seat:C3' });
+      await whileHeld('seat:C3', async () => {
+        const res = await request(filtered.getHttpServer()).get('/seats/throw/C3').expect(409).expect('retry-after', '1');
+        expect(res.body).toMatchObject({ envelope: true, cause: LockBusyError.name, statusCode: 409, resource: 'seat:<0>' });
+      });
     } finally {
-      await held.release();
       await filtered.close();
     }
   });
 
-  it('a request reaching an instance whose LockService is closing answers 503 (retry elsewhere), not 500', async () => {
+  it('a request reaching an instance whose LockService is closing answers 503 (retry elsewhere) with Retry-After, not 500', async () => {
     const closing = await createApp(platform, redis.url);
     try {
       await closing.get(LockService).close();
-      const res = await request(closing.getHttpServer()).get('/seats/throw/E5').expect(503);
+      const res = await request(closing.getHttpServer()).get('/seats/throw/E5').expect(503).expect('retry-after', '1');
       expect(res.body).toMatchObject({ statusCode: 503, error: 'Service Unavailable', message: expect.stringContaining('shutting down') });
+      expect(res.text).not.toContain('E5');
     } finally {
       await closing.close();
     }
   });
 
-  it('LockConnectionError (Redis down) answers 503, not 409 or 500', async () => {
+  it('LockConnectionError (Redis down) answers 503 with Retry-After, not 409 or 500', async () => {
     const dead = await RedisProcess.start();
     const url = dead.url;
     await dead.stop();
     const down = await createApp(platform, url, { commandTimeout: 150, shutdownTimeout: 300 });
     const started = Date.now();
     try {
-      const res = await request(down.getHttpServer()).get('/seats/throw/D4').expect(503);
+      const res = await request(down.getHttpServer()).get('/seats/throw/D4').expect(503).expect('retry-after', '1');
       expect(res.body).toMatchObject({ statusCode: 503, error: 'Service Unavailable', operation: expect.any(String) });
       expect(Date.now() - started).toBeLessThan(1_000); // bounded by commandTimeout, not a hang
     } finally {
       await down.close();
     }
+  });
+
+  describe('httpErrors: false', () => {
+    let plain: INestApplication;
+    beforeAll(async () => (plain = await createApp(platform, redis.url, { httpErrors: false })));
+    afterAll(() => plain?.close());
+
+    it('leaves lock errors of handlers unmapped: the typed error reaches the filters (Nest answers 500), no Retry-After', async () => {
+      await whileHeld('seat:F6', async () => {
+        const res = await request(plain.getHttpServer()).get('/seats/throw/F6').expect(500);
+        expect(res.body).toEqual({ statusCode: 500, message: 'Internal server error' });
+        expect(res.headers['retry-after']).toBeUndefined();
+      });
+    });
+  });
+
+  describe('guards and middleware', () => {
+    it('without LockHttpErrorsFilter, a lock error thrown in a guard is a 500 (no interceptor runs before guards)', async () => {
+      await whileHeld(GUARD_KEY, async () => {
+        await request(app.getHttpServer()).get('/users/guarded').expect(500);
+      });
+    });
+
+    describe('with app.useGlobalFilters(new LockHttpErrorsFilter(app.get(HttpAdapterHost)))', () => {
+      let filtered: INestApplication;
+      beforeAll(async () => (filtered = await createApp(platform, redis.url, { lockFilter: true })));
+      afterAll(() => filtered?.close());
+
+      it('a guard whose lock is busy answers 409 with Retry-After and no key', async () => {
+        await request(filtered.getHttpServer()).get('/users/guarded').expect(200, { ok: true });
+        await whileHeld(GUARD_KEY, async () => {
+          const res = await request(filtered.getHttpServer()).get('/users/guarded').expect(409).expect('retry-after', '1');
+          expect(res.body).toMatchObject({ statusCode: 409, error: 'Conflict', reason: 'busy' });
+          expect(wholeAnswer(res)).not.toContain('alice');
+        });
+      });
+
+      it('a middleware whose lock is busy answers 409 with Retry-After and no key', async () => {
+        await request(filtered.getHttpServer()).get('/users/behind-middleware').expect(200, { ok: true });
+        await whileHeld(MIDDLEWARE_KEY, async () => {
+          const res = await request(filtered.getHttpServer()).get('/users/behind-middleware').expect(409).expect('retry-after', '1');
+          expect(res.body).toMatchObject({ statusCode: 409, error: 'Conflict', reason: 'busy' });
+          expect(wholeAnswer(res)).not.toContain('alice');
+        });
+      });
+
+      it('handler errors still go through the interceptor first (same answer)', async () => {
+        await whileHeld('seat:G7', async () => {
+          const res = await request(filtered.getHttpServer()).get('/seats/throw/G7').expect(409).expect('retry-after', '1');
+          expect(res.body).toMatchObject({ resource: 'seat:<0>', reason: 'busy' });
+        });
+      });
+    });
+
+    it('registered as a provider (APP_FILTER), the filter answers a busy guard the same way', async () => {
+      const provided = await createApp(platform, redis.url, { lockFilterProvider: true });
+      try {
+        await whileHeld(GUARD_KEY, async () => {
+          const res = await request(provided.getHttpServer()).get('/users/guarded').expect(409).expect('retry-after', '1');
+          expect(res.body).toMatchObject({ statusCode: 409, reason: 'busy' });
+        });
+      } finally {
+        await provided.close();
+      }
+    });
+
+    it('with httpErrors: false and the filter, handler errors get the same answer from the filter', async () => {
+      const both = await createApp(platform, redis.url, { httpErrors: false, lockFilter: true });
+      try {
+        await whileHeld('seat:H8', async () => {
+          const res = await request(both.getHttpServer()).get('/seats/throw/H8').expect(409).expect('retry-after', '1');
+          expect(res.body).toMatchObject({ resource: 'seat:<0>', reason: 'busy' });
+          expect(res.text).not.toContain('H8');
+        });
+      } finally {
+        await both.close();
+      }
+    });
   });
 });

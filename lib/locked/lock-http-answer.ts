@@ -1,0 +1,81 @@
+import { ConflictException, HttpException, ServiceUnavailableException } from '@nestjs/common';
+import { LockBusyError } from '../errors/lock-busy.error';
+import { LockConnectionError } from '../errors/lock-connection.error';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
+import { LockTimeoutError } from '../errors/lock-timeout.error';
+import { lockNameOf } from './lock-error-names';
+
+/**
+ * `Retry-After` of every lock answer, in seconds. Not the holder's remaining lease: the watchdog
+ * renews a live holder's lease, so it says when a crashed holder's key frees, not when the work
+ * ends; with the default ttl (30 s) it would tell clients to wait 20–30 s for work that usually
+ * takes milliseconds. 1 s is the smallest value the header can say.
+ */
+export const LOCK_RETRY_AFTER_SECONDS = 1;
+
+/** How an HTTP client is answered for a lock error: the exception (original error as `cause`) and its `Retry-After`. */
+export interface LockHttpAnswer {
+  exception: HttpException;
+  retryAfterSeconds: number;
+}
+
+/**
+ * The HTTP answer for a lock error, or undefined for any other error. A 409 body names the lock by its
+ * `@Locked` template (`resource: 'user:<0>'`), never by the resolved key, which can carry user data
+ * (an e-mail address); the key stays on the server, in `exception.cause`.
+ */
+export function lockHttpAnswer(error: unknown): LockHttpAnswer | undefined {
+  if (error instanceof LockBusyError || error instanceof LockTimeoutError) {
+    const name = lockNameOf(error);
+    const lock = name === undefined ? 'A lock this request needs' : `The lock "${name}"`;
+    const busy = error instanceof LockBusyError;
+    const message = busy
+      ? `${lock} is held by another request; retry later.`
+      : `${lock} stayed held by another request for the whole wait (${Math.round(error.waitedMs)} ms); retry later.`;
+    const body = {
+      statusCode: 409,
+      error: 'Conflict',
+      message,
+      ...(name === undefined ? {} : { resource: name }),
+      reason: busy ? 'busy' : 'timeout',
+    };
+    return { exception: new ConflictException(body, { cause: error }), retryAfterSeconds: LOCK_RETRY_AFTER_SECONDS };
+  }
+  if (error instanceof LockServiceClosedError) {
+    const body = {
+      statusCode: 503,
+      error: 'Service Unavailable',
+      message: 'This instance is shutting down; retry on another.',
+      operation: 'acquire',
+    };
+    return { exception: new ServiceUnavailableException(body, { cause: error }), retryAfterSeconds: LOCK_RETRY_AFTER_SECONDS };
+  }
+  if (error instanceof LockConnectionError) {
+    const body = {
+      statusCode: 503,
+      error: 'Service Unavailable',
+      message: 'The lock store is unreachable; retry later.',
+      operation: error.operation,
+    };
+    return { exception: new ServiceUnavailableException(body, { cause: error }), retryAfterSeconds: LOCK_RETRY_AFTER_SECONDS };
+  }
+  return undefined;
+}
+
+/**
+ * Sets a header on whatever response object the platform hands out: an Express response or a
+ * Fastify reply (`header`), or the raw Node response Fastify gives middleware (`setHeader`; Node merges
+ * it into the reply's own headers). Nothing once the headers are sent.
+ */
+export function setResponseHeader(response: unknown, name: string, value: string): void {
+  const r = response as {
+    header?: (n: string, v: string) => unknown;
+    setHeader?: (n: string, v: string) => unknown;
+    raw?: unknown;
+    headersSent?: boolean;
+  };
+  const raw = (r.raw ?? r) as { headersSent?: boolean };
+  if (raw.headersSent) return;
+  if (typeof r.header === 'function') r.header(name, value);
+  else if (typeof r.setHeader === 'function') r.setHeader(name, value);
+}

@@ -1,0 +1,35 @@
+import { ArgumentsHost, Catch, ExceptionFilter, Injectable } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { throwError } from 'rxjs';
+import { LockBusyError } from '../errors/lock-busy.error';
+import { LockConnectionError } from '../errors/lock-connection.error';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
+import { LockTimeoutError } from '../errors/lock-timeout.error';
+import { lockHttpAnswer, setResponseHeader } from './lock-http-answer';
+
+/**
+ * The 409/503 answers of the module's interceptor, for lock errors thrown where no interceptor runs:
+ * guards and middleware (and handlers, when `httpErrors: false`). Answers directly, on Express and
+ * Fastify:
+ *
+ * ```ts
+ * app.useGlobalFilters(new LockHttpErrorsFilter(app.get(HttpAdapterHost)));
+ * // or in a module: providers: [{ provide: APP_FILTER, useClass: LockHttpErrorsFilter }]
+ * ```
+ *
+ * Outside HTTP (microservices, WebSockets) the error is passed on unchanged.
+ */
+@Catch(LockBusyError, LockTimeoutError, LockConnectionError, LockServiceClosedError)
+@Injectable()
+export class LockHttpErrorsFilter implements ExceptionFilter {
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  catch(error: unknown, host: ArgumentsHost): unknown {
+    const answer = lockHttpAnswer(error);
+    if (host.getType() !== 'http' || !answer) return throwError(() => error);
+    const response: unknown = host.switchToHttp().getResponse();
+    setResponseHeader(response, 'Retry-After', String(answer.retryAfterSeconds));
+    this.adapterHost.httpAdapter.reply(response, answer.exception.getResponse(), answer.exception.getStatus());
+    return undefined;
+  }
+}
