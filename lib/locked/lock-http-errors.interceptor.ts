@@ -1,6 +1,6 @@
-import { CallHandler, ExecutionContext, Injectable, NestInterceptor, Optional } from '@nestjs/common';
+import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor, Optional } from '@nestjs/common';
 import { Observable, catchError, throwError } from 'rxjs';
-import { LockService } from '../lock.service';
+import { LOCKED_LOCK_SERVICE, type LockedLockService } from './lock-service-injection';
 import { lockHttpAnswer, setResponseHeader } from './lock-http-answer';
 
 /**
@@ -16,7 +16,7 @@ import { lockHttpAnswer, setResponseHeader } from './lock-http-answer';
  */
 @Injectable()
 export class LockHttpErrorsInterceptor implements NestInterceptor {
-  constructor(@Optional() private readonly locks?: LockService) {}
+  constructor(@Optional() @Inject(LOCKED_LOCK_SERVICE) private readonly locks?: LockedLockService) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType() !== 'http' || this.locks?.engine.settings.httpErrors === false) return next.handle();

@@ -1,5 +1,18 @@
 import { Inject, Optional } from '@nestjs/common';
+import type { Lock } from '../core/lock';
+import type { LockEngine } from '../core/lock-engine';
+import type { WithLockOptions } from '../options/lock-options.interface';
 import { LOCK_SERVICE_REF } from './locked.internal-constants';
+
+/**
+ * What `@Locked` uses of the application's `LockService`. Declared here, not imported: locked/ sits
+ * below the Nest façade that implements it (the module provides the service under LOCKED_LOCK_SERVICE).
+ */
+export interface LockedLockService {
+  withLock<T, F = undefined>(key: string | readonly string[], fn: (lock: Lock) => T | Promise<T>, options?: WithLockOptions<F>): Promise<T | F>;
+  /** @internal */
+  readonly engine: LockEngine;
+}
 
 /**
  * Provider token for the application's `LockService` as `@Locked` instances receive it

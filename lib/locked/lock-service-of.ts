@@ -1,6 +1,6 @@
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockModuleNotInitializedError } from '../errors/lock-module-not-initialized.error';
-import type { LockService } from '../lock.service';
+import type { LockedLockService } from './lock-service-injection';
 import { hasStarted, someModuleNotStarted } from './locked-readiness';
 import { LOCK_SERVICE_REF } from './locked.internal-constants';
 
@@ -10,9 +10,9 @@ import { LOCK_SERVICE_REF } from './locked.internal-constants';
  * explorer attaches it to the instances made at startup. Without one, or before the application
  * was initialised, the call fails: a `@Locked` method never runs unlocked.
  */
-export function lockServiceOf(self: unknown, where: string): LockService {
+export function lockServiceOf(self: unknown, where: string): LockedLockService {
   const isObject = self !== null && (typeof self === 'object' || typeof self === 'function');
-  const service = isObject ? ((self as Record<symbol, unknown>)[LOCK_SERVICE_REF] as LockService | undefined) : undefined;
+  const service = isObject ? ((self as Record<symbol, unknown>)[LOCK_SERVICE_REF] as LockedLockService | undefined) : undefined;
   if (service) {
     if (hasStarted(service)) return service;
     throw new LockModuleNotInitializedError(where);

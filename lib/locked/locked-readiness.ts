@@ -1,4 +1,4 @@
-import type { LockService } from '../lock.service';
+import type { LockedLockService } from './lock-service-injection';
 
 /**
  * Which lock modules have started, so a `@Locked` call made too early says "initialise the
@@ -7,7 +7,7 @@ import type { LockService } from '../lock.service';
  */
 
 /** Services whose module ran `onModuleInit`: `@Locked` calls may use them. */
-const started = new WeakSet<LockService>();
+const started = new WeakSet<LockedLockService>();
 /** Lock modules of this process that were compiled and have neither started nor been closed. */
 const compiledNotStarted = new Set<object>();
 
@@ -15,7 +15,7 @@ export function moduleCompiled(module: object): void {
   compiledNotStarted.add(module);
 }
 
-export function moduleStarted(module: object, service: LockService): void {
+export function moduleStarted(module: object, service: LockedLockService): void {
   compiledNotStarted.delete(module);
   started.add(service);
 }
@@ -24,7 +24,7 @@ export function moduleClosed(module: object): void {
   compiledNotStarted.delete(module);
 }
 
-export function hasStarted(service: LockService): boolean {
+export function hasStarted(service: LockedLockService): boolean {
   return started.has(service);
 }
 

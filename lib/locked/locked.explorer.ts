@@ -1,7 +1,7 @@
-import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import { LockService } from '../lock.service';
+import { LOCKED_LOCK_SERVICE, type LockedLockService } from './lock-service-injection';
 import { moduleClosed, moduleCompiled, moduleStarted } from './locked-readiness';
 import { HAS_LOCKED_METHODS, LOCK_SERVICE_REF } from './locked.internal-constants';
 
@@ -17,7 +17,7 @@ import { HAS_LOCKED_METHODS, LOCK_SERVICE_REF } from './locked.internal-constant
 export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
   constructor(
     private readonly discovery: DiscoveryService,
-    private readonly locks: LockService,
+    @Inject(LOCKED_LOCK_SERVICE) private readonly locks: LockedLockService,
   ) {
     moduleCompiled(this);
   }
