@@ -48,3 +48,17 @@ export function assertFunctionOrUndefined<T>(option: string, value: unknown): T 
   }
   return value as T | undefined;
 }
+
+/** Longest `name`: far above any template, low enough that a resolved key passed by mistake (up to 1 KiB) is caught. */
+export const MAX_LOCK_NAME_LENGTH = 200;
+
+/** A metric / span name of a lock: a non-empty string of bounded length (see LockOptions.name). */
+export function assertLockName(option: string, value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_LOCK_NAME_LENGTH) {
+    throw new LockOptionsError(
+      option,
+      `expected a non-empty string of at most ${MAX_LOCK_NAME_LENGTH} characters naming the kind of lock (e.g. 'order-checkout'), got ${describeValue(value)}.`,
+    );
+  }
+  return value;
+}
