@@ -86,16 +86,20 @@ class OpenTelemetryLockMetrics implements LockMetrics {
 
   /** One span per acquisition, written when it ended with the times it really started and ended (a no-op without a tracer provider). */
   private span(r: AcquireRecord, waitSeconds: number): void {
-    const attributes: Attributes = {
-      'lock.name': r.name,
-      'lock.outcome': r.outcome,
-      'lock.waited': r.waited,
-      'lock.wait.duration': waitSeconds,
-      'lock.attempts': r.attempts,
-    };
-    if (r.fencingToken !== undefined) attributes['lock.fencing_token'] = r.fencingToken;
-    const span = this.tracer.startSpan('lock.acquire', { kind: this.api.SpanKind.INTERNAL, startTime: epochMs(r.startedAt), attributes });
-    if (r.outcome === 'timeout' || r.outcome === 'error') span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: r.outcome });
+    const span = this.tracer.startSpan('lock.acquire', { kind: this.api.SpanKind.INTERNAL, startTime: epochMs(r.startedAt) });
+    // Without a tracer provider (or when not sampled) the span records nothing: skip building its attributes.
+    if (span.isRecording()) {
+      const attributes: Attributes = {
+        'lock.name': r.name,
+        'lock.outcome': r.outcome,
+        'lock.waited': r.waited,
+        'lock.wait.duration': waitSeconds,
+        'lock.attempts': r.attempts,
+      };
+      if (r.fencingToken !== undefined) attributes['lock.fencing_token'] = r.fencingToken;
+      span.setAttributes(attributes);
+      if (r.outcome === 'timeout' || r.outcome === 'error') span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: r.outcome });
+    }
     span.end(epochMs(r.endedAt));
   }
 

@@ -1,0 +1,99 @@
+/**
+ * The three numbers an operator watches for one lock, read from the instances' /metrics endpoints
+ * (what Prometheus would scrape), summed over the instances, for the span between two scrapes.
+ */
+import { PromSample, scrape } from './prometheus-text';
+
+interface Series {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** Every instance's samples at one moment, summed by series (name + labels other than the OTel scope). */
+export type MetricsSnapshot = Map<string, Series>;
+
+function seriesOf(s: PromSample): [string, Series] {
+  const labels = Object.fromEntries(Object.entries(s.labels).filter(([k]) => !k.startsWith('otel_scope_')));
+  const key = JSON.stringify([s.name, Object.entries(labels).sort(([a], [b]) => a.localeCompare(b))]);
+  return [key, { name: s.name, labels, value: s.value }];
+}
+
+/** Scrapes every port and sums the series over the instances. */
+export async function snapshotMetrics(ports: readonly number[]): Promise<MetricsSnapshot> {
+  const sum: MetricsSnapshot = new Map();
+  for (const samples of await Promise.all(ports.map(scrape))) {
+    for (const sample of samples) {
+      const [key, series] = seriesOf(sample);
+      const seen = sum.get(key);
+      if (seen) seen.value += series.value;
+      else sum.set(key, series);
+    }
+  }
+  return sum;
+}
+
+export interface LockHealth {
+  lockName: string;
+  /** Acquisitions that ended in the window. */
+  attempts: number;
+  /** busy + timeout + error. */
+  failures: number;
+  failureRate: number;
+  /** Time waiting for the lock, from the lock_wait_duration histogram (seconds; bucket-interpolated like histogram_quantile). */
+  waitP50: number;
+  waitP99: number;
+  waitMean: number;
+  releaseValidationFailures: number;
+  lost: number;
+}
+
+/** after − before, per series (counters and histograms are cumulative; a series absent before counts from 0). */
+function delta(before: MetricsSnapshot, after: MetricsSnapshot): Series[] {
+  return [...after].map(([key, s]) => ({ ...s, value: s.value - (before.get(key)?.value ?? 0) }));
+}
+
+export function lockHealth(before: MetricsSnapshot, after: MetricsSnapshot, lockName: string): LockHealth {
+  const series = delta(before, after).filter((s) => s.labels.lock_name === lockName);
+  const total = (name: string, match: (l: Record<string, string>) => boolean = () => true) =>
+    series.filter((s) => s.name === name && match(s.labels)).reduce((n, s) => n + s.value, 0);
+  const attempts = total('lock_acquire_attempts_total');
+  const failures = total('lock_acquire_attempts_total', (l) => l.lock_outcome !== 'acquired');
+  const waits = series.filter((s) => s.name === 'lock_wait_duration_bucket');
+  const count = total('lock_wait_duration_count');
+  return {
+    lockName,
+    attempts,
+    failures,
+    failureRate: attempts > 0 ? failures / attempts : 0,
+    waitP50: quantile(waits, 0.5),
+    waitP99: quantile(waits, 0.99),
+    waitMean: count > 0 ? total('lock_wait_duration_sum') / count : 0,
+    releaseValidationFailures: total('lock_release_validation_failures_total'),
+    lost: total('lock_lost_total'),
+  };
+}
+
+/** Prometheus' histogram_quantile over cumulative `le` buckets (summed over every other label): linear within the bucket. */
+function quantile(buckets: readonly Series[], q: number): number {
+  const byLe = new Map<number, number>();
+  for (const b of buckets) {
+    const le = b.labels.le === '+Inf' ? Infinity : Number(b.labels.le);
+    byLe.set(le, (byLe.get(le) ?? 0) + b.value);
+  }
+  const bounds = [...byLe].sort(([a], [b]) => a - b);
+  const count = bounds.at(-1)?.[1] ?? 0;
+  if (count === 0) return 0;
+  const rank = q * count;
+  let lower = 0;
+  let below = 0;
+  for (const [le, cumulative] of bounds) {
+    if (cumulative >= rank) {
+      if (le === Infinity) return lower; // beyond the last finite bound: that bound, as Prometheus does
+      return lower + (le - lower) * ((rank - below) / Math.max(1, cumulative - below));
+    }
+    lower = le;
+    below = cumulative;
+  }
+  return lower;
+}
