@@ -39,6 +39,8 @@ export interface LockHealth {
   attempts: number;
   /** busy + timeout + error. */
   failures: number;
+  /** The failures by outcome (busy, timeout, error); outcomes with none are left out. */
+  failuresByOutcome: Record<string, number>;
   failureRate: number;
   /** Time waiting for the lock, from the lock_wait_duration histogram (seconds; bucket-interpolated like histogram_quantile). */
   waitP50: number;
@@ -58,13 +60,19 @@ export function lockHealth(before: MetricsSnapshot, after: MetricsSnapshot, lock
   const total = (name: string, match: (l: Record<string, string>) => boolean = () => true) =>
     series.filter((s) => s.name === name && match(s.labels)).reduce((n, s) => n + s.value, 0);
   const attempts = total('lock_acquire_attempts_total');
-  const failures = total('lock_acquire_attempts_total', (l) => l.lock_outcome !== 'acquired');
+  const failuresByOutcome: Record<string, number> = {};
+  for (const outcome of ['busy', 'timeout', 'error']) {
+    const n = total('lock_acquire_attempts_total', (l) => l.lock_outcome === outcome);
+    if (n > 0) failuresByOutcome[outcome] = n;
+  }
+  const failures = Object.values(failuresByOutcome).reduce((a, b) => a + b, 0);
   const waits = series.filter((s) => s.name === 'lock_wait_duration_bucket');
   const count = total('lock_wait_duration_count');
   return {
     lockName,
     attempts,
     failures,
+    failuresByOutcome,
     failureRate: attempts > 0 ? failures / attempts : 0,
     waitP50: quantile(waits, 0.5),
     waitP99: quantile(waits, 0.99),

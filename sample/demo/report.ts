@@ -52,12 +52,19 @@ function healthCells(h: LockHealth): string[] {
   ];
 }
 
+const breakdown = (h: LockHealth) =>
+  h.failures === 0
+    ? ''
+    : `: ${Object.entries(h.failuresByOutcome)
+        .map(([outcome, n]) => `${n} ${outcome}`)
+        .join(', ')}`;
+
 /** The three numbers of the claim lock, as read from the instances' /metrics. */
 export function healthLine(h: LockHealth): string {
   const where = `lock "${h.lockName}" (GET /metrics of every instance, summed over the round)`;
   if (h.attempts === 0) return `  ${where}: no acquisitions (no distributed lock in this round)`;
   return (
-    `  ${where}: acquire failure rate ${percent(h.failureRate)} (${h.failures} of ${h.attempts} busy/timeout/error); ` +
+    `  ${where}: acquire failure rate ${percent(h.failureRate)} (${h.failures} of ${h.attempts}${breakdown(h)}); ` +
     `waiting for the lock p50 ${seconds(h.waitP50)}, p99 ${seconds(h.waitP99)}, mean ${seconds(h.waitMean)}; ` +
     `release-validation failures ${h.releaseValidationFailures}` +
     (h.lost ? `; leases lost ${h.lost}` : '')

@@ -74,7 +74,14 @@ describe('sample coupon app on 3 instances', () => {
     expect(r.cron.maxInstances).toBe(1);
     // The lock's health as GET /metrics of the three instances reports it (OpenTelemetry → Prometheus):
     // one acquisition per claim, all granted, many after waiting, no lease outran its TTL.
-    expect(r.lockHealth).toMatchObject({ lockName: 'campaign:<0>', attempts: SHAPE.claims, failures: 0, releaseValidationFailures: 0, lost: 0 });
+    expect(r.lockHealth).toMatchObject({
+      lockName: 'campaign:<0>',
+      attempts: SHAPE.claims,
+      failures: 0,
+      failuresByOutcome: {},
+      releaseValidationFailures: 0,
+      lost: 0,
+    });
     expect(r.lockHealth.waitP99).toBeGreaterThan(r.lockHealth.waitP50);
     expect(r.lockHealth.waitMean).toBeGreaterThan(0);
   });
