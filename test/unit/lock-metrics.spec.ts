@@ -197,6 +197,23 @@ describe('lock metrics and spans through a real OpenTelemetry SDK', () => {
     for (const s of otel.spans.getFinishedSpans()) expect(JSON.stringify(s.attributes)).not.toMatch(/471[1-4]|sku-99/);
   });
 
+  it('a MeterProvider registered after the LockService was created is the one recorded to', async () => {
+    const locks = await suite.pool.make();
+    await (await locks.acquire('late:1', { name: 'late' })).release();
+    expect(await otel.total(ATTEMPTS, { 'lock.name': 'late' })).toBe(1);
+    // The global meter API has no proxy: an instrument made from the first provider would never reach the second.
+    const later = new OtelCapture();
+    later.install();
+    try {
+      await (await locks.acquire('late:1', { name: 'late' })).release();
+      expect(await later.total(ATTEMPTS, { 'lock.name': 'late' })).toBe(1);
+      expect(later.finishedSpans('lock.acquire')).toHaveLength(1);
+      expect(await otel.total(ATTEMPTS, { 'lock.name': 'late' })).toBe(1);
+    } finally {
+      await later.uninstall();
+    }
+  });
+
   it('name is validated like every option, and is not a module-wide default', async () => {
     const locks = await suite.pool.make();
     await expect(locks.acquire('x', { name: '' })).rejects.toBeInstanceOf(LockOptionsError);
