@@ -21,8 +21,13 @@ function seriesOf(s: PromSample): [string, Series] {
 
 /** Scrapes every port and sums the series over the instances. */
 export async function snapshotMetrics(ports: readonly number[]): Promise<MetricsSnapshot> {
+  return sumInstances(await Promise.all(ports.map(scrape)));
+}
+
+/** The samples of several instances, summed by series. */
+export function sumInstances(instances: readonly PromSample[][]): MetricsSnapshot {
   const sum: MetricsSnapshot = new Map();
-  for (const samples of await Promise.all(ports.map(scrape))) {
+  for (const samples of instances) {
     for (const sample of samples) {
       const [key, series] = seriesOf(sample);
       const seen = sum.get(key);
