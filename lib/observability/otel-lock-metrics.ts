@@ -8,8 +8,11 @@ import { OpenTelemetryApi, loadOpenTelemetryApi } from './otel-api';
 /** Meter and tracer name: the package name (checked against package.json by test/unit/lock-metrics.spec.ts). */
 export const INSTRUMENTATION_NAME = 'nestjs-distributed-lock';
 
-/** Seconds: from a loopback round trip (~0.2 ms) to a long wait or a long critical section. */
-const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+/**
+ * Seconds, from a loopback round trip (~0.2 ms) to a long wait or critical section: OpenTelemetry's default
+ * millisecond boundaries (1-2.5-5-7.5 per decade) in seconds, extended both ways. A View can replace them.
+ */
+const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 30, 60, 300];
 
 /** The public metric names (a fixed contract: dashboards and alerts are written against them). */
 export const LOCK_METRIC_NAMES = {

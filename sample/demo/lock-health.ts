@@ -50,6 +50,8 @@ export interface LockHealth {
   /** Time waiting for the lock, from the lock_wait_duration histogram (seconds; bucket-interpolated like histogram_quantile). */
   waitP50: number;
   waitP99: number;
+  /** The bucket p99 fell in (seconds): the true p99 is somewhere inside; the estimate assumes waits spread evenly across it. */
+  waitP99Bucket: [number, number];
   waitMean: number;
   releaseValidationFailures: number;
   lost: number;
@@ -73,14 +75,16 @@ export function lockHealth(before: MetricsSnapshot, after: MetricsSnapshot, lock
   const failures = Object.values(failuresByOutcome).reduce((a, b) => a + b, 0);
   const waits = series.filter((s) => s.name === 'lock_wait_duration_bucket');
   const count = total('lock_wait_duration_count');
+  const p99 = quantile(waits, 0.99);
   return {
     lockName,
     attempts,
     failures,
     failuresByOutcome,
     failureRate: attempts > 0 ? failures / attempts : 0,
-    waitP50: quantile(waits, 0.5),
-    waitP99: quantile(waits, 0.99),
+    waitP50: quantile(waits, 0.5).estimate,
+    waitP99: p99.estimate,
+    waitP99Bucket: p99.bucket,
     waitMean: count > 0 ? total('lock_wait_duration_sum') / count : 0,
     releaseValidationFailures: total('lock_release_validation_failures_total'),
     lost: total('lock_lost_total'),
@@ -88,7 +92,7 @@ export function lockHealth(before: MetricsSnapshot, after: MetricsSnapshot, lock
 }
 
 /** Prometheus' histogram_quantile over cumulative `le` buckets (summed over every other label): linear within the bucket. */
-function quantile(buckets: readonly Series[], q: number): number {
+function quantile(buckets: readonly Series[], q: number): { estimate: number; bucket: [number, number] } {
   const byLe = new Map<number, number>();
   for (const b of buckets) {
     const le = b.labels.le === '+Inf' ? Infinity : Number(b.labels.le);
@@ -96,17 +100,18 @@ function quantile(buckets: readonly Series[], q: number): number {
   }
   const bounds = [...byLe].sort(([a], [b]) => a - b);
   const count = bounds.at(-1)?.[1] ?? 0;
-  if (count === 0) return 0;
+  if (count === 0) return { estimate: 0, bucket: [0, 0] };
   const rank = q * count;
   let lower = 0;
   let below = 0;
   for (const [le, cumulative] of bounds) {
     if (cumulative >= rank) {
-      if (le === Infinity) return lower; // beyond the last finite bound: that bound, as Prometheus does
-      return lower + (le - lower) * ((rank - below) / Math.max(1, cumulative - below));
+      // Beyond the last finite bound: that bound, as Prometheus does.
+      if (le === Infinity) return { estimate: lower, bucket: [lower, Infinity] };
+      return { estimate: lower + (le - lower) * ((rank - below) / Math.max(1, cumulative - below)), bucket: [lower, le] };
     }
     lower = le;
     below = cumulative;
   }
-  return lower;
+  return { estimate: lower, bucket: [lower, Infinity] };
 }

@@ -40,14 +40,14 @@ export function resultsTable(results: readonly RoundResult[]): string {
   );
 }
 
-const seconds = (s: number) => (s >= 1 ? `${s.toFixed(2)} s` : `${(s * 1000).toFixed(s < 0.01 ? 1 : 0)} ms`);
+const seconds = (s: number) => (!Number.isFinite(s) ? '∞' : s >= 1 ? `${s.toFixed(2)} s` : `${(s * 1000).toFixed(s < 0.01 ? 1 : 0)} ms`);
 const percent = (x: number) => `${(x * 100).toFixed(1)} %`;
 
 function healthCells(h: LockHealth): string[] {
   if (h.attempts === 0) return ['n/a', 'n/a', 'n/a'];
   return [
     `${percent(h.failureRate)} (${h.failures}/${h.attempts})`,
-    `${seconds(h.waitP50)} / ${seconds(h.waitP99)}`,
+    `≈${seconds(h.waitP50)} / ≈${seconds(h.waitP99)}`,
     String(h.releaseValidationFailures),
   ];
 }
@@ -65,7 +65,7 @@ export function healthLine(h: LockHealth): string {
   if (h.attempts === 0) return `  ${where}: no acquisitions (no distributed lock in this round)`;
   return (
     `  ${where}: acquire failure rate ${percent(h.failureRate)} (${h.failures} of ${h.attempts}${breakdown(h)}); ` +
-    `waiting for the lock p50 ${seconds(h.waitP50)}, p99 ${seconds(h.waitP99)}, mean ${seconds(h.waitMean)}; ` +
+    `waiting for the lock p50 ≈${seconds(h.waitP50)}, p99 ≈${seconds(h.waitP99)} (bucket ${seconds(h.waitP99Bucket[0])}-${seconds(h.waitP99Bucket[1])}), mean ${seconds(h.waitMean)}; ` +
     `release-validation failures ${h.releaseValidationFailures}` +
     (h.lost ? `; leases lost ${h.lost}` : '')
   );

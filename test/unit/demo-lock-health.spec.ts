@@ -62,6 +62,7 @@ describe('demo: lock health read from Prometheus text', () => {
     // Buckets ≤0.1: 1, ≤0.2: 5, ≤0.5: 8, ≤1: 9, ≤2: 10. p50 = rank 5 → the top of (0.1, 0.2]; p99 = rank 9.9 → 90 % into (1, 2].
     expect(h.waitP50).toBeCloseTo(0.2);
     expect(h.waitP99).toBeCloseTo(1.9);
+    expect(h.waitP99Bucket).toEqual([1, 2]);
   });
 
   it('parses label values with escaped quotes and backslashes', () => {
