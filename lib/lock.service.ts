@@ -40,6 +40,8 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
    */
   acquire(key: string | readonly string[], options: LockOptions & { onBusy: 'fail-fast' }): Promise<Lock | null>;
   acquire(key: string | readonly string[], options?: LockOptions & { onBusy?: 'retry' | 'throw' }): Promise<Lock>;
+  /** A policy known only at run time (a union): `null` is possible, so the type says so. */
+  acquire(key: string | readonly string[], options?: LockOptions): Promise<Lock | null>;
   acquire(key: string | readonly string[], options?: LockOptions): Promise<Lock | null> {
     let resolved: ResolvedLockOptions;
     try {

@@ -9,7 +9,7 @@ import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import type { DistributedLockModuleOptions } from '../options/distributed-lock-module-options.interface';
 import type { LockOptions, WithLockOptions } from '../options/lock-options.interface';
-import { monotonicNow } from './clock';
+import { monotonicNow } from '../time/clock';
 import { normalizeKeys } from '../keys/normalize-keys';
 import { newOwnerToken, newServiceId } from './owner-token';
 import type { Lease } from './lease';
@@ -25,7 +25,7 @@ import { ConnectionState } from '../redis/connection-state';
 import { RedisConnection, closeConnection, connectTimeoutFor, createRedisConnection, waitUntilReady } from '../redis/redis-connection';
 import { RedisLockStore } from '../redis/redis-lock-store';
 import type { LockRedisKeys } from '../redis/lock-redis-keys';
-import { ReplicaAcks } from '../redis/replica-acks';
+import { ReplicaAcks, assertReplicaAcksSupported } from '../redis/replica-acks';
 import { WakeChannel } from '../redis/wake-channel';
 import { ShutdownDrain } from './shutdown-drain';
 import { Watchdog } from './watchdog';
@@ -66,6 +66,7 @@ export class LockEngine implements LockRuntime {
 
   constructor(options: DistributedLockModuleOptions) {
     this.settings = resolveModuleOptions(options);
+    assertReplicaAcksSupported(options.redis, this.settings.replicaAcks);
     // Every waiter listens for shutdown; hundreds of concurrent waiters are normal, not a leak.
     setMaxListeners(0, this.shutdown.signal);
     this.connection = createRedisConnection(options.redis, this.settings.commandTimeout);

@@ -1,10 +1,11 @@
 import { LockLostError, LockLostReason } from '../errors/lock-lost.error';
-import { monotonicNow } from './clock';
-import { nextTurn } from './sleep';
+import { monotonicNow } from '../time/clock';
+import { nextTurn } from '../time/sleep';
 import { Lease, renewLease } from './lease';
 import type { LockRuntime } from './lock-runtime';
 import type { ResolvedLockOptions } from '../options/resolve-options';
 import { assertTtl } from '../options/validate-options';
+import type { LockHandle } from '../options/lock-handle.interface';
 
 type LockState = 'held' | 'lost' | 'released';
 
@@ -23,7 +24,7 @@ const RELEASED = Object.freeze(new DOMException('Lock released', 'AbortError'));
  * A handle made by a nested acquisition of keys the caller already holds (same async context)
  * borrows those keys: its release leaves them to the outer lock.
  */
-export class Lock implements AsyncDisposable {
+export class Lock implements LockHandle, AsyncDisposable {
   /** First key in canonical order (the only key of a single-key lock). */
   readonly key: string;
   /** Every key of this lock, in the canonical order they were taken. */

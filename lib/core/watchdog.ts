@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
-import { monotonicNow } from './clock';
-import { nextTurn } from './sleep';
+import { monotonicNow } from '../time/clock';
+import { nextTurn } from '../time/sleep';
 import { Lease, driftFor, renewIntervalFor, renewLease } from './lease';
 import type { Lock } from './lock';
 import type { LockStats } from './lock-stats';

@@ -1,7 +1,7 @@
 import { LockKeyError } from '../errors/lock-key.error';
 import { describeValue, quoted } from '../errors/describe-value';
 import { LONE_SURROGATE_ADVICE, loneSurrogateIn } from './lone-surrogate';
-import { MAX_KEY_BYTES } from '../options/lock-defaults';
+import { MAX_KEY_BYTES } from './key-limits';
 
 /**
  * Validates keys before any Redis command and puts them in the one canonical order (sorted,

@@ -1,5 +1,5 @@
 import { LockKeyError } from '../errors/lock-key.error';
-import { MAX_KEY_BYTES } from '../options/lock-defaults';
+import { MAX_KEY_BYTES } from './key-limits';
 import { describeValue, quoted } from '../errors/describe-value';
 import { escapeKeyValue, keyValueText } from './key-value';
 import type { KeyPlaceholder, KeyTemplate } from './key-template';

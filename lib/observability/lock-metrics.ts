@@ -6,7 +6,7 @@ export type AcquireOutcome = 'acquired' | 'busy' | 'timeout' | 'error';
 /** What one watchdog renewal found: `lock.outcome` of `lock.renewals`. */
 export type RenewalOutcome = 'renewed' | 'lost' | 'error';
 
-/** One finished acquisition, as the engine saw it (times on the monotonic clock, lib/core/clock.ts). */
+/** One finished acquisition, as the engine saw it (times on the monotonic clock, lib/time/clock.ts). */
 export interface AcquireRecord {
   /** Bounded metric name of the lock (`LockOptions.name`, the `@Locked` template, or `'manual'`), never the key. */
   readonly name: string;

@@ -1,2 +1,3 @@
 export * from './lock-options.interface';
 export * from './distributed-lock-module-options.interface';
+export * from './lock-handle.interface';

@@ -1,5 +1,5 @@
 import type { LockLostError } from '../errors/lock-lost.error';
-import type { Lock } from '../core/lock';
+import type { LockHandle } from './lock-handle.interface';
 
 /** What to do when the key is held by someone else. */
 export type OnBusyPolicy = 'retry' | 'throw' | 'fail-fast';
@@ -42,8 +42,11 @@ export interface LockOptions {
    * @default 'manual'
    */
   name?: string;
-  /** Called once when this lock's lease is lost (in addition to aborting `lock.signal`). Never awaited; errors are logged. */
-  onLockLost?: (lock: Lock, error: LockLostError) => void;
+  /**
+   * Called once when this lock's lease is lost (in addition to aborting `lock.signal`). Never awaited; errors are logged.
+   * (Method syntax on purpose: a callback annotated `(lock: Lock, …)` is accepted too.)
+   */
+  onLockLost?(this: void, lock: LockHandle, error: LockLostError): void;
 }
 
 /** Options of `withLock`. */

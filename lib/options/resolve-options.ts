@@ -1,8 +1,7 @@
-import { isClusterClient } from '../redis/redis-connection';
 import { describeValue } from '../errors/describe-value';
 import type { DistributedLockModuleOptions } from './distributed-lock-module-options.interface';
 import type { LockOptions, OnBusyPolicy } from './lock-options.interface';
-import type { Lock } from '../core/lock';
+import type { LockHandle } from './lock-handle.interface';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { resolveKeyPrefix } from './key-prefix';
@@ -27,7 +26,7 @@ export interface ResolvedLockOptions {
   maxHold: number;
   minHold: number;
   retryDelay: { min: number; max: number };
-  onLockLost?: (lock: Lock, error: LockLostError) => void;
+  onLockLost?(this: void, lock: LockHandle, error: LockLostError): void;
 }
 
 /** Module-level settings after defaults and validation. */
@@ -102,7 +101,7 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
   const commandTimeout = assertIntegerMs('commandTimeout', options.commandTimeout ?? LOCK_DEFAULTS.commandTimeout, 1);
   const replicaAcks = assertCount('replicaAcks', options.replicaAcks ?? LOCK_DEFAULTS.replicaAcks, 0, MAX_REPLICA_ACKS);
   const replicaAckTimeout = assertIntegerMs('replicaAckTimeout', options.replicaAckTimeout ?? LOCK_DEFAULTS.replicaAckTimeout, 1);
-  if (replicaAcks > 0) assertReplicaAcksUsable(options.redis, replicaAckTimeout, commandTimeout);
+  if (replicaAcks > 0) assertReplicaAckTimeout(replicaAckTimeout, commandTimeout);
   return {
     keyPrefix,
     commandTimeout,
@@ -114,18 +113,8 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
   };
 }
 
-/**
- * WAIT confirms the writes of one connection to one primary's replicas: a Cluster client spreads
- * locks over several primaries (not supported). The confirmation must end before the command's
- * own bound, or the caller would see a timeout instead of how many replicas confirmed.
- */
-function assertReplicaAcksUsable(redis: unknown, replicaAckTimeout: number, commandTimeout: number): void {
-  if (isClusterClient(redis)) {
-    throw new LockOptionsError(
-      'replicaAcks',
-      'is not supported with a Redis Cluster client; use a single primary with replicas (e.g. under Sentinel), or leave it 0.',
-    );
-  }
+/** The confirmation must end before the command's own bound, or the caller would see a timeout instead of how many replicas confirmed. */
+function assertReplicaAckTimeout(replicaAckTimeout: number, commandTimeout: number): void {
   if (replicaAckTimeout >= commandTimeout) {
     throw new LockOptionsError('replicaAckTimeout', `must be below commandTimeout (${commandTimeout} ms), got ${replicaAckTimeout}.`);
   }

@@ -1,6 +1,6 @@
 import { describeValue } from '../errors/describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
-import { MAX_TIMER_MS, MIN_TTL_MS } from './lock-defaults';
+import { MAX_LOCK_NAME_LENGTH, MAX_TIMER_MS, MIN_TTL_MS } from './limits';
 
 /** Validation runs before any Redis command, so a bad value never reaches Redis. */
 export function assertIntegerMs(option: string, value: unknown, min: number): number {
@@ -48,9 +48,6 @@ export function assertFunctionOrUndefined<T>(option: string, value: unknown): T 
   }
   return value as T | undefined;
 }
-
-/** Longest `name`: far above any template, low enough that a resolved key passed by mistake (up to 1 KiB) is caught. */
-export const MAX_LOCK_NAME_LENGTH = 200;
 
 /** A metric / span name of a lock: a non-empty string of bounded length (see LockOptions.name). */
 export function assertLockName(option: string, value: unknown): string {

@@ -1,4 +1,4 @@
-import { monotonicNow } from '../core/clock';
+import { monotonicNow } from '../time/clock';
 import { timeoutError, toConnectionError } from './connection-errors';
 
 /**

@@ -1,5 +1,7 @@
 import { LockConnectionError } from '../errors/lock-connection.error';
+import { LockOptionsError } from '../errors/lock-options.error';
 import type { CommandArg } from './lua-script';
+import { isClusterClient } from './redis-connection';
 
 /**
  * `replicaAcks`: how many replicas must confirm (Redis WAIT) a write that grants or prolongs a
@@ -40,4 +42,17 @@ export class ReplicaAcks {
 export function connectedReplicasOf(info: string): number | undefined {
   const match = /^connected_slaves:(\d+)/m.exec(info);
   return match ? Number(match[1]) : undefined;
+}
+
+/**
+ * WAIT confirms the writes of one connection to one primary's replicas: a Cluster client spreads
+ * locks over several primaries (not supported). Checked before any connection is made.
+ */
+export function assertReplicaAcksSupported(redis: unknown, replicaAcks: number): void {
+  if (replicaAcks > 0 && isClusterClient(redis)) {
+    throw new LockOptionsError(
+      'replicaAcks',
+      'is not supported with a Redis Cluster client; use a single primary with replicas (e.g. under Sentinel), or leave it 0.',
+    );
+  }
 }

@@ -301,6 +301,17 @@ describe('T8 latency and partition between the library and Redis', () => {
       return (await pollUntil(async () => (await probe.exists(key)) === 0, timeoutMs, 2)) ? hrMs() : undefined;
     }
 
+    /** The key lapsed by its TTL alone: not before TTL after the acquire was sent, not later than TTL after it was answered. */
+    async function expectLapsedByTtl(label: string, key: string, sentAt: number, answeredAt: number): Promise<void> {
+      const gone = await goneAt(key, TTL + SLACK);
+      console.log(
+        `${label}: key gone ${gone === undefined ? 'never' : `${(gone - answeredAt).toFixed(1)} ms after the acquire was answered`} (TTL ${TTL})`,
+      );
+      expect(gone).toBeDefined();
+      expect(gone! - answeredAt).toBeLessThanOrEqual(TTL + SLACK);
+      expect(gone! - sentAt).toBeGreaterThanOrEqual(TTL - 5);
+    }
+
     netnsIt(
       `DROP: the blackholed release fails within commandTimeout, the key lapses ≤ TTL later, and the library works again after the heal`,
       async () => {
@@ -326,13 +337,7 @@ describe('T8 latency and partition between the library and Redis', () => {
         expect(locks.getStats().renewals).toBe(0);
 
         // The lock is free ≤ TTL after Redis set it (between sentAt and answeredAt), by its TTL alone.
-        const gone = await goneAt('t8:{ipt-drop}', TTL + SLACK);
-        console.log(
-          `T8 iptables DROP: key gone ${gone === undefined ? 'never' : `${(gone - answeredAt).toFixed(1)} ms after the acquire was answered`} (TTL ${TTL})`,
-        );
-        expect(gone).toBeDefined();
-        expect(gone! - answeredAt).toBeLessThanOrEqual(TTL + SLACK);
-        expect(gone! - sentAt).toBeGreaterThanOrEqual(TTL - 5);
+        await expectLapsedByTtl('T8 iptables DROP', 't8:{ipt-drop}', sentAt, answeredAt);
         // Someone else holds the key now (set through the spared connection, as another service would).
         await probe.set('t8:{ipt-drop}', 'next-holder', 'PX', 30_000);
 
@@ -389,13 +394,7 @@ describe('T8 latency and partition between the library and Redis', () => {
         expect(await net.droppedPackets()).toBeGreaterThan(0);
         expect(await probe.get('t8:{ipt-reject}')).toBe(lock.token);
 
-        const gone = await goneAt('t8:{ipt-reject}', TTL + SLACK);
-        console.log(
-          `T8 iptables REJECT: key gone ${gone === undefined ? 'never' : `${(gone - answeredAt).toFixed(1)} ms after the acquire was answered`} (TTL ${TTL})`,
-        );
-        expect(gone).toBeDefined();
-        expect(gone! - answeredAt).toBeLessThanOrEqual(TTL + SLACK);
-        expect(gone! - sentAt).toBeGreaterThanOrEqual(TTL - 5);
+        await expectLapsedByTtl('T8 iptables REJECT', 't8:{ipt-reject}', sentAt, answeredAt);
 
         // Heal: the library reconnects by itself (its retry strategy waits at most 500 ms between attempts).
         await net.heal();

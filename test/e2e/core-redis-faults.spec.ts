@@ -8,7 +8,7 @@
  * Each case first proves the fault fired: a frozen or dead server does not answer a raw PING, a
  * killed server's pid is gone.
  */
-import { DistributedLockModuleOptions, Lock, LockConnectionError, LockLostError, LockService } from '../../lib';
+import { DistributedLockModuleOptions, LockConnectionError, LockHandle, LockLostError, LockService } from '../../lib';
 import { pingOnce } from '../harness/redis-ping';
 import { acquireUntilBack, startService, faultSuite } from './workers/support/fault-helpers';
 import { abortOf, hrMs, isAlive, pollUntil, sleep, sleepUntil, timed, TimerLateness } from './workers/support/timing';
@@ -70,7 +70,7 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
 
   it('(b) Redis frozen during hold: renewals fail, the signal aborts with LockLostError by the lease deadline, no unhandled rejection', async () => {
     const TTL = 1_000;
-    const lost: Array<{ lock: Lock; error: LockLostError }> = [];
+    const lost: Array<{ lock: LockHandle; error: LockLostError }> = [];
     const locks = await makeService({ ttl: TTL, onLockLost: (lock, error) => lost.push({ lock, error }) });
     const lock = await suite.calls.track('acquire', locks.acquire('b:key'));
     const aborted = abortOf(lock.signal);

@@ -18,6 +18,7 @@ import { promisify } from 'util';
 import { track, untrack } from './reaper';
 import { ClientSet, HARNESS_CLIENT_DEFAULTS } from './redis-clients';
 import { waitForPing } from './redis-ping';
+import { ephemeralServerArgs } from './redis-process';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { findRedisServer } = require('../../scripts/ensure-redis.js') as { findRedisServer: () => string | null };
@@ -188,22 +189,7 @@ export class NetnsRedis {
     const bin = findRedisServer();
     if (!bin) throw new Error('redis-server is not installed');
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), `ndl-netns-redis-`));
-    const args = [
-      '--port',
-      String(this.port),
-      '--bind',
-      this.host,
-      '--protected-mode',
-      'no',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--daemonize',
-      'no',
-      '--dir',
-      this.dir,
-    ];
+    const args = [...ephemeralServerArgs(this.port, this.host, this.dir), '--protected-mode', 'no'];
     // `ip netns exec` execs redis-server in place: the child's pid is the server's.
     const child = spawn(findTool('ip')!, ['netns', 'exec', this.ns, bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;

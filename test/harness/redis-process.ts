@@ -268,6 +268,11 @@ class ExternalRedis implements SharedRedis {
   }
 }
 
+/** A foreground redis-server on `host:port` that keeps nothing on disk (its files, if any, go to `dir`). */
+export function ephemeralServerArgs(port: number, host: string, dir: string): string[] {
+  return ['--port', String(port), '--bind', host, '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--dir', dir];
+}
+
 function spawnRedis(port: number, extraArgs: readonly string[], config?: string, persistentDir?: string): Incarnation {
   // A fresh dir per process: "restarted empty" must mean empty even if some option enables persistence.
   const dir = persistentDir ?? fs.mkdtempSync(path.join(os.tmpdir(), `ndl-redis-${port}-`));
@@ -279,21 +284,10 @@ function spawnRedis(port: number, extraArgs: readonly string[], config?: string,
   }
   const args = [
     ...configFile,
-    '--port',
-    String(port),
-    '--bind',
-    HOST,
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--daemonize',
-    'no',
+    ...ephemeralServerArgs(port, HOST, dir),
     // DEBUG SLEEP is how the slow-Redis tests (T5) stall the server from inside.
     '--enable-debug-command',
     'local',
-    '--dir',
-    dir,
     ...(persistentDir ? ['--appendonly', 'yes', '--appendfsync', 'always'] : []),
     ...extraArgs,
   ];

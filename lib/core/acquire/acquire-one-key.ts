@@ -1,7 +1,7 @@
 import { LockBusyError } from '../../errors/lock-busy.error';
 import type { ResolvedLockOptions } from '../../options/resolve-options';
 import type { LockRedisKeys } from '../../redis/lock-redis-keys';
-import { monotonicNow } from '../clock';
+import { monotonicNow } from '../../time/clock';
 import type { Lease } from '../lease';
 import { AcquireContext, AcquireTally, abandonQuietly, shuttingDown } from './acquire-context';
 import { HandoverListener } from './handover-listener';

@@ -4,7 +4,7 @@ import type { LockRedisKeys } from '../../redis/lock-redis-keys';
 import { isFencingToken } from '../../redis/lock-state';
 import type { AcquireReply } from '../../redis/redis-lock-store';
 import type { Handover } from '../../redis/wake-channel';
-import { monotonicNow } from '../clock';
+import { monotonicNow } from '../../time/clock';
 import { Lease, newLease } from '../lease';
 import { AcquireContext, abandonQuietly } from './acquire-context';
 

@@ -113,9 +113,7 @@ async function viaAcquire(locks: LockService, keys: string[], policy: Policy, wa
   const c = rec.invoke('acquire', { keys, policy, wait });
   let lock: Lock | null;
   try {
-    lock = await (policy === 'fail-fast'
-      ? locks.acquire(keys, { onBusy: policy, waitTimeout: wait })
-      : locks.acquire(keys, { onBusy: policy, waitTimeout: wait }));
+    lock = await locks.acquire(keys, { onBusy: policy, waitTimeout: wait });
   } catch (error) {
     rec.error(c, error);
     return;
