@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { Logger } from '@nestjs/common';
-import { AcquireContext, acquireOneKey } from './acquire/acquire-one-key';
+import { AcquireContext, AcquireTally, acquireOneKey } from './acquire/acquire-one-key';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockBusyError } from '../errors/lock-busy.error';
 import { LockConnectionError } from '../errors/lock-connection.error';
@@ -17,6 +17,8 @@ import { Lock } from './lock';
 import { heldInContext, insideLockContext, runInLockContext } from './lock-context';
 import type { LockRuntime } from './lock-runtime';
 import { LockStats, emptyStats } from './lock-stats';
+import type { AcquireOutcome, LockMetrics } from '../observability/lock-metrics';
+import { createLockMetrics } from '../observability/otel-lock-metrics';
 import { ResolvedLockOptions, ResolvedModuleOptions, resolveLockOptions, resolveModuleOptions } from '../options/resolve-options';
 import { reportConnectionHealth } from '../redis/connection-health';
 import { ConnectionState } from '../redis/connection-state';
@@ -43,6 +45,8 @@ export class LockEngine implements LockRuntime {
   readonly watchdog: Watchdog;
   readonly logger = new Logger('DistributedLock');
   readonly stats: LockStats = emptyStats();
+  /** OpenTelemetry metrics and spans when `@opentelemetry/api` is installed; records nothing otherwise. */
+  readonly metrics: LockMetrics = createLockMetrics();
   readonly settings: ResolvedModuleOptions;
 
   private readonly connection: RedisConnection;
@@ -73,7 +77,7 @@ export class LockEngine implements LockRuntime {
     const acks = replicaAcks > 0 ? new ReplicaAcks(replicaAcks, replicaAckTimeout) : undefined;
     this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease, acks, this.connectionState);
     this.wakeChannel = new WakeChannel(client, this.store.channelPrefix + this.serviceId, commandTimeout, this.logger);
-    this.watchdog = new Watchdog(this.store, this.logger, this.stats);
+    this.watchdog = new Watchdog(this.store, this.logger, this.stats, this.metrics);
     this.acquireContext = { store: this.store, wakeChannel: this.wakeChannel, waiterLease, shutdown: this.shutdown.signal };
   }
 
@@ -186,19 +190,20 @@ export class LockEngine implements LockRuntime {
     }
     const token = newOwnerToken(this.serviceId, options.ttl);
     const leases: Lease[] = [];
-    const waitUntil = monotonicNow() + (options.onBusy === 'retry' ? options.waitTimeout : 0);
+    const tally: AcquireTally = { startedAt: monotonicNow(), attempts: 0, waited: false };
+    const waitUntil = tally.startedAt + (options.onBusy === 'retry' ? options.waitTimeout : 0);
     const pending = Lock.create(token, keys, leases, outer, options, this);
     this.drain.acquisitionStarted();
-    if (toTake.length !== 1 || outer.length > 0) return this.takeEach(pending, toTake, leases, waitUntil);
+    if (toTake.length !== 1 || outer.length > 0) return this.takeEach(pending, toTake, leases, waitUntil, tally);
     // One key, nothing borrowed (the common case): a plain promise chain, no async frame.
     const keysOfLock = this.store.keysFor(toTake[0]);
-    return acquireOneKey(this.acquireContext, keysOfLock, token, options, waitUntil).then(
+    return acquireOneKey(this.acquireContext, keysOfLock, token, options, waitUntil, tally).then(
       (lease) => {
         leases.push(lease);
-        return this.adopt(pending);
+        return this.adopt(pending, tally);
       },
       (error: unknown) => {
-        this.countFailure(error);
+        this.countFailure(error, options.name, tally);
         if (!this.shutdown.signal.aborted) {
           this.drain.acquisitionSettled();
           throw error;
@@ -209,12 +214,12 @@ export class LockEngine implements LockRuntime {
   }
 
   /** Several keys (or some borrowed): taken one by one in canonical order, all or nothing. */
-  private async takeEach(pending: Lock, toTake: readonly string[], leases: Lease[], waitUntil: number): Promise<Lock> {
+  private async takeEach(pending: Lock, toTake: readonly string[], leases: Lease[], waitUntil: number, tally: AcquireTally): Promise<Lock> {
     let trying: LockRedisKeys | undefined;
     try {
       for (const k of toTake) {
         trying = this.store.keysFor(k);
-        leases.push(await acquireOneKey(this.acquireContext, trying, pending.token, pending.options, waitUntil));
+        leases.push(await acquireOneKey(this.acquireContext, trying, pending.token, pending.options, waitUntil, tally));
         trying = undefined;
         // Watched from its first lease, so keys taken early stay renewed while we wait for the rest.
         this.watchdog.track(pending);
@@ -224,7 +229,7 @@ export class LockEngine implements LockRuntime {
         throw new LockConnectionError(`The first keys of "${pending.keys.join('", "')}" expired while waiting for the rest.`, 'acquire');
       }
     } catch (error) {
-      this.countFailure(error);
+      this.countFailure(error, pending.options.name, tally);
       this.watchdog.untrack(pending);
       // The keys taken so far go back owner-checked. Not awaited: the caller's answer must not wait a
       // second commandTimeout on a Redis that did not answer the first (the command is already written,
@@ -234,15 +239,17 @@ export class LockEngine implements LockRuntime {
       this.drain.acquisitionSettled();
       throw error;
     }
-    return this.adopt(pending);
+    return this.adopt(pending, tally);
   }
 
   /** Every lease is taken: the lock is held from now on, unless close() began meanwhile. */
-  private adopt(lock: Lock): Lock | Promise<Lock> {
+  private adopt(lock: Lock, tally: AcquireTally): Lock | Promise<Lock> {
     if (this.shutdown.signal.aborted && lock.leases.length > 0) return this.giveBackDuringClose(lock);
     this.watchdog.track(lock);
     lock.markAcquired();
     this.stats.acquired++;
+    // A nested call that only borrowed held keys took nothing: not an acquisition.
+    if (lock.leases.length > 0) this.recordAcquire(lock.options.name, 'acquired', tally, lock.fencingToken);
     this.drain.hold(lock);
     this.drain.acquisitionSettled();
     return lock;
@@ -295,10 +302,18 @@ export class LockEngine implements LockRuntime {
     this.drain.forget(lock);
   }
 
-  private countFailure(error: unknown): void {
-    if (error instanceof LockBusyError) this.stats.busy++;
-    else if (error instanceof LockTimeoutError) this.stats.timeouts++;
+  private countFailure(error: unknown, name: string, tally: AcquireTally): void {
+    const outcome = failureOutcome(error);
+    if (outcome === 'busy') this.stats.busy++;
+    else if (outcome === 'timeout') this.stats.timeouts++;
     else if (error instanceof LockConnectionError) this.stats.connectionErrors++;
+    // No attempt sent (close() had begun): nothing was asked of Redis, nothing to report.
+    if (tally.attempts > 0) this.recordAcquire(name, outcome, tally);
+  }
+
+  private recordAcquire(name: string, outcome: AcquireOutcome, tally: AcquireTally, fencingToken?: number): void {
+    const { startedAt, attempts, waited } = tally;
+    this.metrics.acquireFinished({ name, outcome, startedAt, endedAt: monotonicNow(), waited, attempts, fencingToken });
   }
 
   private async doClose(): Promise<void> {
@@ -328,6 +343,10 @@ export class LockEngine implements LockRuntime {
     }
   }
 }
+
+/** Anything but busy and timed out (Redis unreachable or too slow, close() during the wait) is an error. */
+const failureOutcome = (error: unknown): AcquireOutcome =>
+  error instanceof LockBusyError ? 'busy' : error instanceof LockTimeoutError ? 'timeout' : 'error';
 
 const shutdownNotice = (shutdownTimeout: number) =>
   `the LockService is shutting down; finish or stop the guarded work within shutdownTimeout (${shutdownTimeout} ms). ` +

@@ -3,6 +3,7 @@ import type { RedisLockStore } from '../redis/redis-lock-store';
 import type { Watchdog } from './watchdog';
 import type { Lock } from './lock';
 import type { LockStats } from './lock-stats';
+import type { LockMetrics } from '../observability/lock-metrics';
 
 /** What a Lock handle needs from the service that made it (internal; not exported to users). */
 export interface LockRuntime {
@@ -10,6 +11,7 @@ export interface LockRuntime {
   readonly watchdog: Watchdog;
   readonly logger: Logger;
   readonly stats: LockStats;
+  readonly metrics: LockMetrics;
   /** The lock ended (released or lost): the service stops counting it as held. */
   forget(lock: Lock): void;
 }

@@ -137,7 +137,7 @@ export class Lock implements LockHandle, AsyncDisposable {
    * Rejects with `LockConnectionError` when Redis cannot be reached; the lease then lapses by TTL.
    */
   release(): Promise<boolean> {
-    return this.free(this.options.minHold);
+    return this.free(this.options.minHold, true);
   }
 
   /**
@@ -146,10 +146,11 @@ export class Lock implements LockHandle, AsyncDisposable {
    * does not apply. Owner-checked like `release()`, so a queued waiter gets the key at once.
    */
   giveBack(): Promise<boolean> {
-    return this.free(0);
+    return this.free(0, false);
   }
 
-  private free(minHold: number): Promise<boolean> {
+  /** `ranWork`: a release after the guarded work (its hold time is recorded), not a grant given back unused. */
+  private free(minHold: number, ranWork: boolean): Promise<boolean> {
     if (this.state === 'released') return Promise.resolve(false);
     const wasLost = this.state === 'lost';
     this.state = 'released';
@@ -157,6 +158,7 @@ export class Lock implements LockHandle, AsyncDisposable {
     this.runtime.watchdog.untrack(this);
     this.end(RELEASED);
     if (this.leases.length === 0) return Promise.resolve(!wasLost && this.outer.every((o) => o.isHeld()));
+    if (ranWork) this.runtime.metrics.held(this.options.name, monotonicNow() - this.heldSince);
     const keepFor = minHold > 0 ? Math.ceil(minHold - (monotonicNow() - this.heldSince)) : 0;
     let freeing: Promise<boolean>;
     if (keepFor > 0 && !wasLost) freeing = this.shortenTo(keepFor);
@@ -178,6 +180,7 @@ export class Lock implements LockHandle, AsyncDisposable {
       return true;
     }
     this.runtime.stats.releaseFailures++;
+    this.runtime.metrics.releaseValidationFailed(this.options.name);
     this.runtime.logger.warn(
       `release() of lock "${this.keys.join('", "')}" found it already expired or owned by someone else; nothing was deleted. ` +
         `The guarded work outlived its lease: raise ttl or keep the watchdog on.`,
@@ -242,6 +245,7 @@ export class Lock implements LockHandle, AsyncDisposable {
     this.state = 'lost';
     this.runtime.watchdog.untrack(this);
     this.runtime.stats.lost++;
+    this.runtime.metrics.lost(this.options.name, reason);
     const error = new LockLostError(this.key, reason, detail, { cause });
     this.end(error);
     // Renewals sent before the loss may still sit in a frozen Redis and extend the key once more when

@@ -4,6 +4,7 @@ import { nextTurn } from '../time/sleep';
 import { Lease, driftFor, renewIntervalFor, renewLease } from './lease';
 import type { Lock } from './lock';
 import type { LockStats } from './lock-stats';
+import type { LockMetrics } from '../observability/lock-metrics';
 import type { RedisLockStore, RenewRequest } from '../redis/redis-lock-store';
 
 /**
@@ -45,6 +46,7 @@ export class Watchdog {
     private readonly store: RedisLockStore,
     private readonly logger: Logger,
     private readonly stats: LockStats,
+    private readonly metrics: LockMetrics,
   ) {}
 
   /**
@@ -170,14 +172,17 @@ export class Watchdog {
       if (!lock.watchdogRenews) return; // released or lost while the renewal was on the wire
       if (result === true) {
         this.stats.renewals++;
+        this.metrics.renewal(lock.options.name, 'renewed');
         // A reply that came back after the old deadline cannot revive the lease: someone else may
         // have held the key in between by Redis' clock.
         if (answeredAt >= lease.deadline) return lock.checkDeadline(answeredAt);
         renewLease(lease, requests[i].ttl, sentAt);
       } else if (result === false) {
+        this.metrics.renewal(lock.options.name, 'lost');
         lock.markLost('not-owner', 'a renewal found another owner token (or none) in Redis: the lease had already expired');
       } else {
         this.stats.renewalErrors++;
+        this.metrics.renewal(lock.options.name, 'error');
         // Try again soon, but still within the lease; the deadline check declares the loss if Redis stays away.
         lease.renewAt = answeredAt + Math.max(driftFor(lease.ttl), Math.floor(renewIntervalFor(lease.ttl) * RETRY_SHARE));
         this.logger.warn(`Renewing lock "${lock.key}" failed, retrying before the lease ends: ${result.message}`);

@@ -4,8 +4,8 @@ import { DistributedLockError } from '../errors/distributed-lock.error';
 import type { LockOptions } from '../options/lock-options.interface';
 import { CompiledKeySource, LockKeySpec, compileKeySource } from '../keys/key-source';
 import { LOCK_DEFAULTS } from '../options/lock-defaults';
-import { MAX_TIMER_MS } from '../options/limits';
-import { ResolvedLockOptions, resolveLockOptions } from '../options/resolve-options';
+import { MAX_LOCK_NAME_LENGTH, MAX_TIMER_MS } from '../options/limits';
+import { MANUAL_LOCK_NAME, ResolvedLockOptions, resolveLockOptions } from '../options/resolve-options';
 import { injectLockServiceInto } from './lock-service-injection';
 import { LockedMethod, invokeForObservable, invokeForPromise } from './locked-invocation';
 import { LOCKED_METADATA, LockedMetadata } from './locked.constants';
@@ -51,6 +51,7 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}): MethodDe
     }
     rejectGenerators(original, where);
     const lockOptions = checkOptions(options, where);
+    lockOptions.name ??= metricNameOf(keys, className, propertyKey);
     const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
     const keySource: CompiledKeySource = compileKeySource(keys, Math.max(paramTypes?.length ?? 0, original.length), where);
     const returnsObservable = isObservableType(Reflect.getMetadata('design:returntype', target, propertyKey));
@@ -73,6 +74,15 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}): MethodDe
   };
 }
 
+/**
+ * `lock.name` of a @Locked method without a `name` option: its key template(s), bounded by the code
+ * (the resolved keys never are); a key function has no template, so the method names it.
+ */
+function metricNameOf(keys: LockKeySpec, className: string, propertyKey: string | symbol): string {
+  const name = typeof keys === 'function' ? `${className}.${String(propertyKey)}` : typeof keys === 'string' ? keys : keys.join(', ');
+  return name.length > MAX_LOCK_NAME_LENGTH ? name.slice(0, MAX_LOCK_NAME_LENGTH) : name;
+}
+
 function rejectGenerators(fn: object, where: string): void {
   const kind = (fn as Record<symbol, unknown>)[Symbol.toStringTag];
   if (kind === 'AsyncGeneratorFunction' || kind === 'GeneratorFunction') {
@@ -84,7 +94,7 @@ function rejectGenerators(fn: object, where: string): void {
 }
 
 // Only per-field checks at decoration time: whether retryDelay.max >= min can depend on the module defaults.
-const DECORATION_BASE: ResolvedLockOptions = { ...LOCK_DEFAULTS, retryDelay: { min: 1, max: MAX_TIMER_MS } };
+const DECORATION_BASE: ResolvedLockOptions = { ...LOCK_DEFAULTS, name: MANUAL_LOCK_NAME, retryDelay: { min: 1, max: MAX_TIMER_MS } };
 
 function checkOptions(options: LockedOptions, where: string): LockOptions {
   resolveLockOptions(DECORATION_BASE, options, `${where} options`);

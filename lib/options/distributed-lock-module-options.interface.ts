@@ -4,7 +4,8 @@ import type { LockOptions } from './lock-options.interface';
 /** `redis` accepts a URL, ioredis options, or a client you created (which the module never closes). */
 export type RedisConnectionOption = string | RedisOptions | Redis | Cluster;
 
-export interface DistributedLockModuleOptions extends LockOptions {
+/** Module-wide defaults of every LockOptions field except `name`, which names one kind of lock. */
+export interface DistributedLockModuleOptions extends Omit<LockOptions, 'name'> {
   /** Where locks live. A URL or options make a connection the module owns; an instance stays yours. */
   redis: RedisConnectionOption;
   /**

@@ -11,3 +11,6 @@ export const MIN_TTL_MS = 10;
 
 /** Largest value Node's timers accept (and the TTL ceiling of the contract). */
 export const MAX_TIMER_MS = 2_147_483_647;
+
+/** Longest `name` (metric lock.name): far above any template, low enough that a resolved key passed by mistake (up to 1 KiB) is caught. */
+export const MAX_LOCK_NAME_LENGTH = 200;

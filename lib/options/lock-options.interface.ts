@@ -35,6 +35,14 @@ export interface LockOptions {
   /** Fallback polling delays (see RetryDelayOptions). */
   retryDelay?: RetryDelayOptions;
   /**
+   * The `lock.name` attribute of this lock's metrics and span (OpenTelemetry): what KIND of lock it is,
+   * e.g. `'order-checkout'`, shared by every key of that kind. Never put the key (an order id, a user id)
+   * here: every distinct value is a new time series. `@Locked` defaults it to its key template
+   * (`'order:<0>'`), `acquire`/`tryAcquire`/`withLock` to `'manual'`. Not a module-wide default. At most 200 characters.
+   * @default 'manual'
+   */
+  name?: string;
+  /**
    * Called once when this lock's lease is lost (in addition to aborting `lock.signal`). Never awaited; errors are logged.
    * (Method syntax on purpose: a callback annotated `(lock: Lock, …)` is accepted too.)
    */

@@ -6,7 +6,7 @@ import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { resolveKeyPrefix } from './key-prefix';
 import { LOCK_DEFAULTS } from './lock-defaults';
-import { assertBoolean, assertCount, assertFunctionOrUndefined, assertIntegerMs, assertOneOf, assertTtl } from './validate-options';
+import { assertBoolean, assertCount, assertFunctionOrUndefined, assertIntegerMs, assertLockName, assertOneOf, assertTtl } from './validate-options';
 
 /** Waiters refresh their place every third of waiterLease; below this, refreshes would be timer noise. */
 const MIN_WAITER_LEASE_MS = 30;
@@ -17,6 +17,8 @@ const MAX_REPLICA_ACKS = 100;
 
 /** Per-call options after defaults and validation: every field is set. Shared between calls: never mutate. */
 export interface ResolvedLockOptions {
+  /** Metric name of the lock (LockOptions.name): bounded, never the key. */
+  name: string;
   ttl: number;
   onBusy: OnBusyPolicy;
   waitTimeout: number;
@@ -52,6 +54,7 @@ export function resolveLockOptions(base: ResolvedLockOptions, overrides: LockOpt
   const o = overrides;
   const retry = o.retryDelay ?? {};
   const resolved: ResolvedLockOptions = {
+    name: o.name === undefined ? base.name : assertLockName(`${where}.name`, o.name),
     ttl: assertTtl(`${where}.ttl`, o.ttl ?? base.ttl),
     onBusy: assertOneOf(`${where}.onBusy`, o.onBusy ?? base.onBusy, POLICIES),
     waitTimeout: assertIntegerMs(`${where}.waitTimeout`, o.waitTimeout ?? base.waitTimeout, 0),
@@ -73,7 +76,11 @@ export function resolveLockOptions(base: ResolvedLockOptions, overrides: LockOpt
   return resolved;
 }
 
+/** `lock.name` of a call that names no kind of lock: one bounded value rather than anything derived from the key. */
+export const MANUAL_LOCK_NAME = 'manual';
+
 const BUILT_IN: ResolvedLockOptions = {
+  name: MANUAL_LOCK_NAME,
   ttl: LOCK_DEFAULTS.ttl,
   onBusy: LOCK_DEFAULTS.onBusy,
   waitTimeout: LOCK_DEFAULTS.waitTimeout,
@@ -89,6 +96,9 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
   }
   if (options.redis === undefined || options.redis === null || options.redis === '') {
     throw new LockOptionsError('redis', "missing: pass a URL ('redis://127.0.0.1:6379'), ioredis options, or a Redis/Cluster instance.");
+  }
+  if ((options as LockOptions).name !== undefined) {
+    throw new LockOptionsError('name', 'is not a module-wide option: it names one kind of lock; pass it per call or in @Locked options.');
   }
   const keyPrefix = resolveKeyPrefix(options.keyPrefix ?? LOCK_DEFAULTS.keyPrefix);
   const commandTimeout = assertIntegerMs('commandTimeout', options.commandTimeout ?? LOCK_DEFAULTS.commandTimeout, 1);

@@ -1,6 +1,6 @@
 import { describeValue } from '../errors/describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
-import { MAX_TIMER_MS, MIN_TTL_MS } from './limits';
+import { MAX_LOCK_NAME_LENGTH, MAX_TIMER_MS, MIN_TTL_MS } from './limits';
 
 /** Validation runs before any Redis command, so a bad value never reaches Redis. */
 export function assertIntegerMs(option: string, value: unknown, min: number): number {
@@ -47,4 +47,15 @@ export function assertFunctionOrUndefined<T>(option: string, value: unknown): T 
     throw new LockOptionsError(option, `expected a function, got ${describeValue(value)}.`);
   }
   return value as T | undefined;
+}
+
+/** A metric / span name of a lock: a non-empty string of bounded length (see LockOptions.name). */
+export function assertLockName(option: string, value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_LOCK_NAME_LENGTH) {
+    throw new LockOptionsError(
+      option,
+      `expected a non-empty string of at most ${MAX_LOCK_NAME_LENGTH} characters naming the kind of lock (e.g. 'order-checkout'), got ${describeValue(value)}.`,
+    );
+  }
+  return value;
 }

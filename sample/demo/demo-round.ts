@@ -5,6 +5,8 @@ import { Auditor, CampaignAudit, CronAudit } from './audit';
 import { ClaimOutcome, runBurst } from './claim-burst';
 import { FreezeEvidence, freezeDuringClaim } from './freeze-during-claim';
 import { requestJson } from './http-json';
+import { LockHealth, lockHealth, snapshotMetrics } from './lock-health';
+import { CAMPAIGN_LOCK } from '../src/campaigns/campaign-lock-key';
 import { ProgressBar } from './progress-bar';
 
 export interface BurstShape {
@@ -47,6 +49,8 @@ export interface RoundResult {
   audit: CampaignAudit;
   cron: CronAudit;
   freeze?: FreezeReport;
+  /** The claim lock's health over the round, read from every instance's GET /metrics (not from internals). */
+  lockHealth: LockHealth;
 }
 
 /** Creates the campaign (fresh stock), fires the burst, optionally freezes one instance mid-claim, and audits the database. */
@@ -59,6 +63,8 @@ export async function runRound(cluster: AppCluster, auditor: Auditor, spec: Roun
     agent.destroy();
   }
 
+  // Counters are cumulative per process: the round's numbers are the difference of two scrapes.
+  const metricsBefore = await snapshotMetrics(cluster.ports);
   const startedAt = Date.now();
   const bar = spec.progress ? new ProgressBar('claims', spec.shape.claims) : undefined;
   const burstStart = performance.now();
@@ -83,6 +89,7 @@ export async function runRound(cluster: AppCluster, auditor: Auditor, spec: Roun
   const rest = spec.minDurationMs - (Date.now() - startedAt);
   if (rest > 0) await sleep(rest);
   const endedAt = Date.now();
+  const health = lockHealth(metricsBefore, await snapshotMetrics(cluster.ports), CAMPAIGN_LOCK);
 
   const evidence = freezeResult.value;
   const freeze: FreezeReport | undefined = evidence && {
@@ -90,7 +97,7 @@ export async function runRound(cluster: AppCluster, auditor: Auditor, spec: Roun
     stalledClaim: outcomes[spec.freeze!.claim],
     issuedByOthersMeanwhile: auditor.couponsByOthersBetween(spec.campaignId, evidence.instance, evidence.stoppedAt, evidence.continuedAt),
   };
-  return { spec, outcomes, burstMs, audit: auditor.campaign(spec.campaignId), cron: auditor.cron(startedAt, endedAt), freeze };
+  return { spec, outcomes, burstMs, audit: auditor.campaign(spec.campaignId), cron: auditor.cron(startedAt, endedAt), freeze, lockHealth: health };
 }
 
 async function createCampaign(agent: http.Agent, port: number, campaignId: string, stock: number): Promise<void> {

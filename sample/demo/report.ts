@@ -1,12 +1,28 @@
 import { countStatus, percentile } from './claim-burst';
 import type { RoundResult } from './demo-round';
+import type { LockHealth } from './lock-health';
 import { renderTable } from './text-table';
 
 const ms = (v: number) => `${Math.round(v)} ms`;
 
 export function resultsTable(results: readonly RoundResult[]): string {
   return renderTable(
-    ['Round', 'Lock', 'Claims sent', 'Coupons issued', 'Oversold', 'Users with 2+', '409s', 'p50', 'p99', 'Cron ticks run', 'Instances per tick'],
+    [
+      'Round',
+      'Lock',
+      'Claims sent',
+      'Coupons issued',
+      'Oversold',
+      'Users with 2+',
+      '409s',
+      'p50',
+      'p99',
+      'Cron ticks run',
+      'Instances per tick',
+      'Acquire failures',
+      'Lock wait p50 / p99',
+      'Release validation failures',
+    ],
     results.map((r, i) => [
       i + 1,
       r.spec.lock,
@@ -19,7 +35,39 @@ export function resultsTable(results: readonly RoundResult[]): string {
       ms(percentile(r.outcomes, 99)),
       `${r.cron.ticksRun} of ${r.cron.expectedTicks}`,
       r.cron.minInstances === r.cron.maxInstances ? `${r.cron.maxInstances}` : `${r.cron.minInstances}-${r.cron.maxInstances}`,
+      ...healthCells(r.lockHealth),
     ]),
+  );
+}
+
+const seconds = (s: number) => (!Number.isFinite(s) ? '∞' : s >= 1 ? `${s.toFixed(2)} s` : `${(s * 1000).toFixed(s < 0.01 ? 1 : 0)} ms`);
+const percent = (x: number) => `${(x * 100).toFixed(1)} %`;
+
+function healthCells(h: LockHealth): string[] {
+  if (h.attempts === 0) return ['n/a', 'n/a', 'n/a'];
+  return [
+    `${percent(h.failureRate)} (${h.failures}/${h.attempts})`,
+    `≈${seconds(h.waitP50)} / ≈${seconds(h.waitP99)}`,
+    String(h.releaseValidationFailures),
+  ];
+}
+
+const breakdown = (h: LockHealth) =>
+  h.failures === 0
+    ? ''
+    : `: ${Object.entries(h.failuresByOutcome)
+        .map(([outcome, n]) => `${n} ${outcome}`)
+        .join(', ')}`;
+
+/** The three numbers of the claim lock, as read from the instances' /metrics. */
+export function healthLine(h: LockHealth): string {
+  const where = `lock "${h.lockName}" (GET /metrics of every instance, summed over the round)`;
+  if (h.attempts === 0) return `  ${where}: no acquisitions (no distributed lock in this round)`;
+  return (
+    `  ${where}: acquire failure rate ${percent(h.failureRate)} (${h.failures} of ${h.attempts}${breakdown(h)}); ` +
+    `waiting for the lock p50 ≈${seconds(h.waitP50)}, p99 ≈${seconds(h.waitP99)} (bucket ${seconds(h.waitP99Bucket[0])}-${seconds(h.waitP99Bucket[1])}), mean ${seconds(h.waitMean)}; ` +
+    `release-validation failures ${h.releaseValidationFailures}` +
+    (h.lost ? `; leases lost ${h.lost}` : '')
   );
 }
 
@@ -35,7 +83,8 @@ export function roundDetails(r: RoundResult): string {
     (other.length ? `, ${other.length} other (${[...new Set(other.map((o) => o.status || o.error))].join(', ')})` : '') +
     `\n  coupons by instance: ${byInstance || 'none'}; campaign counter says ${r.audit.counter}` +
     (r.audit.fenceRejections ? `; writes refused by the fence: ${r.audit.fenceRejections}` : '') +
-    `; settlement job ran ${r.cron.runs} time(s)`
+    `; settlement job ran ${r.cron.runs} time(s)\n` +
+    healthLine(r.lockHealth)
   );
 }
 

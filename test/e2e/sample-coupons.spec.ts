@@ -72,6 +72,18 @@ describe('sample coupon app on 3 instances', () => {
     expect(new Set(r.outcomes.map((o) => o.port)).size).toBe(3);
     expect(r.cron.ticksRun).toBeGreaterThanOrEqual(1);
     expect(r.cron.maxInstances).toBe(1);
+    // The lock's health as GET /metrics of the three instances reports it (OpenTelemetry → Prometheus):
+    // one acquisition per claim, all granted, many after waiting, no lease outran its TTL.
+    expect(r.lockHealth).toMatchObject({
+      lockName: 'campaign:<0>',
+      attempts: SHAPE.claims,
+      failures: 0,
+      failuresByOutcome: {},
+      releaseValidationFailures: 0,
+      lost: 0,
+    });
+    expect(r.lockHealth.waitP99).toBeGreaterThan(r.lockHealth.waitP50);
+    expect(r.lockHealth.waitMean).toBeGreaterThan(0);
   });
 
   it('negative control: with LOCK_MODE=in-process the same burst oversells or double-issues', async () => {
@@ -80,6 +92,8 @@ describe('sample coupon app on 3 instances', () => {
     await cluster.stop();
 
     expect(r.audit.oversold + r.audit.duplicateUsers).toBeGreaterThan(0);
+    // No distributed lock was taken for the claims: /metrics has no claim-lock acquisition in the round.
+    expect(r.lockHealth.attempts).toBe(0);
     // ...and the unlocked cron ran one tick on several instances.
     expect(r.cron.maxInstances).toBeGreaterThan(1);
   });

@@ -11,6 +11,16 @@ export interface AcquireContext {
   shutdown: AbortSignal;
 }
 
+/** What one acquisition did, for its metrics and span (lib/observability): filled in as it goes. */
+export interface AcquireTally {
+  /** Monotonic ms the acquisition started. */
+  readonly startedAt: number;
+  /** Acquire scripts sent, over every key. */
+  attempts: number;
+  /** A first attempt found a key busy and the call waited in its queue. */
+  waited: boolean;
+}
+
 /** Fire-and-forget, owner-checked clean-up; failures only mean the queue entry or lease lapse by themselves. */
 export function abandonQuietly(ctx: AcquireContext, keys: LockRedisKeys, token: string): void {
   ctx.store.abandonQuietly(keys, token);

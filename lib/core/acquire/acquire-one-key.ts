@@ -3,12 +3,12 @@ import type { ResolvedLockOptions } from '../../options/resolve-options';
 import type { LockRedisKeys } from '../../redis/lock-redis-keys';
 import { monotonicNow } from '../../time/clock';
 import type { Lease } from '../lease';
-import { AcquireContext, abandonQuietly, shuttingDown } from './acquire-context';
+import { AcquireContext, AcquireTally, abandonQuietly, shuttingDown } from './acquire-context';
 import { HandoverListener } from './handover-listener';
 import { grantedLease } from './lease-grant';
 import { waitForTurn } from './wait-for-turn';
 
-export type { AcquireContext } from './acquire-context';
+export type { AcquireContext, AcquireTally } from './acquire-context';
 
 /**
  * Takes one key, waiting according to the policy. Returns the lease, or throws:
@@ -32,8 +32,10 @@ export function acquireOneKey(
   token: string,
   options: ResolvedLockOptions,
   waitUntil: number,
+  tally: AcquireTally,
 ): Promise<Lease> {
   if (ctx.shutdown.aborted) return Promise.reject(shuttingDown(keys));
+  tally.attempts++;
   const waits = options.onBusy === 'retry';
   // A release hands the lock to the head of the queue and says so on another connection, which can
   // be read before the reply of the attempt that queued us, so the listener must be registered
@@ -53,7 +55,8 @@ export function acquireOneKey(
         listener?.stop();
         throw new LockBusyError(keys.key, reply.holderTtl);
       }
-      const turn = { listener: listener ?? new HandoverListener(ctx.wakeChannel, token, keys.lock), reply, sentAt, subscribedAtSend };
+      tally.waited = true;
+      const turn = { tally, listener: listener ?? new HandoverListener(ctx.wakeChannel, token, keys.lock), reply, sentAt, subscribedAtSend };
       return waitForTurn(ctx, keys, token, options, waitUntil, turn);
     },
     (error: unknown) => {

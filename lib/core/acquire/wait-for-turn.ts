@@ -5,11 +5,13 @@ import type { AcquireReply } from '../../redis/redis-lock-store';
 import { monotonicNow } from '../../time/clock';
 import { Lease, newLease } from '../lease';
 import { interruptibleDelay } from '../../time/sleep';
-import { AcquireContext, abandonQuietly, shuttingDown } from './acquire-context';
+import { AcquireContext, AcquireTally, abandonQuietly, shuttingDown } from './acquire-context';
 import type { HandoverListener } from './handover-listener';
 import { assertFence, confirmedHandover, grantedLease, handedOverFor, validLease } from './lease-grant';
 
 export interface FirstBusyAttempt {
+  /** Counts this wait's attempts too. */
+  tally: AcquireTally;
   listener: HandoverListener;
   /** The busy reply of the first attempt (it queued us). */
   reply: Extract<AcquireReply, { acquired: false }>;
@@ -76,6 +78,7 @@ export async function waitForTurn(
       }
       if (ctx.shutdown.aborted) throw shuttingDown(keys);
       attempts++;
+      first.tally.attempts++;
       subscribedAtSend = ctx.wakeChannel.subscribed;
       sentAt = monotonicNow();
       let next: AcquireReply;

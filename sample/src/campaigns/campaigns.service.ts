@@ -66,7 +66,8 @@ export class CampaignsService {
    * needs the lock's fencing token in hand, and `await using` releases it at the end of the block.
    */
   async upsert(campaignId: string, stock: number): Promise<Campaign> {
-    await using lock = await this.locks.acquire(campaignLockKey(campaignId), { onBusy: 'throw' });
+    // name: the same lock as the claims' @Locked(CAMPAIGN_LOCK) in the metrics (lock.name), never the campaign id.
+    await using lock = await this.locks.acquire(campaignLockKey(campaignId), { onBusy: 'throw', name: CAMPAIGN_LOCK });
     const written = await this.campaigns.upsertCampaign(campaignId, stock, lock.fencingToken);
     if (!written.accepted) throw new LeaseLostException(campaignId, lock.fencingToken, written.lastFence);
     return written.value;

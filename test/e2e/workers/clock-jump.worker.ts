@@ -23,7 +23,7 @@ if (process.env.WALL_CLOCK_LIB === '1') {
   // The library calls the clock through the module's exports object (CommonJS), so this swaps it
   // for every caller. Done before the first lock exists: no lease mixes the two clocks.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const clock = require('../../../lib/core/clock') as { monotonicNow: () => number };
+  const clock = require('../../../lib/time/clock') as { monotonicNow: () => number };
   clock.monotonicNow = () => Date.now();
 }
 

@@ -1,0 +1,47 @@
+import type { LockLostReason } from '../errors/lock-lost.error';
+
+/** How one acquisition ended: `lock.outcome` of `lock.acquire.attempts` and of the `lock.acquire` span. */
+export type AcquireOutcome = 'acquired' | 'busy' | 'timeout' | 'error';
+
+/** What one watchdog renewal found: `lock.outcome` of `lock.renewals`. */
+export type RenewalOutcome = 'renewed' | 'lost' | 'error';
+
+/** One finished acquisition, as the engine saw it (times on the monotonic clock, lib/time/clock.ts). */
+export interface AcquireRecord {
+  /** Bounded metric name of the lock (`LockOptions.name`, the `@Locked` template, or `'manual'`), never the key. */
+  readonly name: string;
+  readonly outcome: AcquireOutcome;
+  readonly startedAt: number;
+  readonly endedAt: number;
+  /** The first attempt found the key busy and the call waited in the queue. */
+  readonly waited: boolean;
+  /** Acquire scripts sent (summed over the keys of a multi-key lock). */
+  readonly attempts: number;
+  /** Fencing token of the lock's first key, when acquired. */
+  readonly fencingToken?: number;
+}
+
+/**
+ * Where the engine reports what operators watch. One small interface so the core never talks to a
+ * telemetry library itself; `NO_LOCK_METRICS` when OpenTelemetry is not installed.
+ */
+export interface LockMetrics {
+  acquireFinished(record: AcquireRecord): void;
+  /** A lock was released after being held `heldMs` (whether or not Redis still had it). */
+  held(name: string, heldMs: number): void;
+  /** release() found the lease already gone: the critical section outran its TTL. */
+  releaseValidationFailed(name: string): void;
+  lost(name: string, reason: LockLostReason): void;
+  renewal(name: string, outcome: RenewalOutcome): void;
+}
+
+const ignore = (): void => undefined;
+
+/** Records nothing: the engine's metrics when `@opentelemetry/api` cannot be loaded. */
+export const NO_LOCK_METRICS: LockMetrics = Object.freeze({
+  acquireFinished: ignore,
+  held: ignore,
+  releaseValidationFailed: ignore,
+  lost: ignore,
+  renewal: ignore,
+});
