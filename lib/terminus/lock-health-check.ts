@@ -32,7 +32,7 @@ export function judgeLockHealth(
   const { watchdog } = health;
   const data: LockHealthData = { wakeChannel: health.wakeChannel, leases: watchdog.leases, laggingLeases: watchdog.lagging };
   if (health.closing) problems.push('the LockService is shutting down');
-  if (ping && 'error' in ping) problems.push(`Redis did not answer PING: ${ping.error.message}`);
+  if (ping && 'error' in ping) problems.push(`PING failed: ${ping.error.message}`);
   if (ping && 'ms' in ping) {
     data.roundTripMs = Math.round(ping.ms);
     if (ping.ms > limits.maxRoundTrip)

@@ -5,6 +5,7 @@ import { DistributedLockModule } from '../../lib';
 import { CampaignsModule } from './campaigns/campaigns.module';
 import { AppConfig, validateConfig } from './config/app-config';
 import { DatabaseModule } from './database/database.module';
+import { HealthModule } from './health/health.module';
 import { SettlementModule } from './settlement/settlement.module';
 
 @Module({
@@ -26,6 +27,7 @@ import { SettlementModule } from './settlement/settlement.module';
     DatabaseModule,
     CampaignsModule,
     SettlementModule,
+    HealthModule,
   ],
 })
 export class AppModule {}
