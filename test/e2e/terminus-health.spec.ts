@@ -177,6 +177,14 @@ describe('LockHealthIndicator', () => {
     await lock.release();
   });
 
+  it('is down once the LockService is closing, without a round trip', async () => {
+    const { indicator, locks } = await start();
+    await locks.close();
+    const result = await indicator.isHealthy('lock');
+    expect(result.lock).toMatchObject({ status: 'down', wakeChannel: 'closed', message: 'the LockService is shutting down' });
+    expect(result.lock.roundTripMs).toBeUndefined();
+  });
+
   it('refuses a bad option with LockOptionsError naming it', async () => {
     const { indicator } = await start();
     await expect(indicator.isHealthy('lock', { maxRoundTrip: -1 })).rejects.toThrow(LockOptionsError);
