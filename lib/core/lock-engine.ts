@@ -10,6 +10,7 @@ import { LockTimeoutError } from '../errors/lock-timeout.error';
 import type { DistributedLockModuleOptions } from '../options/distributed-lock-module-options.interface';
 import type { LockOptions, WithLockOptions } from '../options/lock-options.interface';
 import { monotonicNow } from '../time/clock';
+import type { LockEngineHealth } from './lock-engine-health';
 import { normalizeKeys } from '../keys/normalize-keys';
 import { newOwnerToken, newServiceId } from './owner-token';
 import type { Lease } from './lease';
@@ -109,6 +110,21 @@ export class LockEngine implements LockRuntime {
       `${this.connectionState.target} is not reachable: no connection within ${waitMs} ms of startup. ` +
         `Lock calls fail with LockConnectionError until it is; check the redis option and that the server is running.`,
     );
+  }
+
+  /** @internal Health facts read locally, for lib/terminus (see LockEngineHealth). */
+  health(): LockEngineHealth {
+    return {
+      closing: this.shutdown.signal.aborted,
+      wakeChannel: this.wakeChannel.state,
+      watchdog: this.watchdog.health(monotonicNow()),
+      commandTimeout: this.settings.commandTimeout,
+    };
+  }
+
+  /** @internal One PING round trip in ms, bounded by commandTimeout; rejects with LockConnectionError. */
+  pingRedis(): Promise<number> {
+    return this.store.ping();
   }
 
   /**

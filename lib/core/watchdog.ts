@@ -20,6 +20,18 @@ const COALESCE_SHARE = 1 / 4;
 /** After a failed renewal, retry after this share of the renewal interval (at least the drift allowance): still within the lease. */
 const RETRY_SHARE = 1 / 3;
 
+/** @internal What the watchdog knows about keeping leases alive (see `Watchdog.health`). */
+export interface WatchdogHealth {
+  /** Leases the watchdog keeps renewing. */
+  leases: number;
+  /** Of those, leases with less than one renewal interval left before their deadline. */
+  lagging: number;
+  /** Least time left before a renewed lease's deadline (ms; negative once past it); undefined with no lease. */
+  tightestMarginMs?: number;
+  /** The last renewal failed (and none succeeded since): how long ago and why. */
+  failing?: { agoMs: number; message: string };
+}
+
 /** One lease due for renewal, with the lock it belongs to. */
 interface DueRenewal {
   lock: Lock;
@@ -41,6 +53,9 @@ export class Watchdog {
   private timer?: NodeJS.Timeout;
   private timerAt = Infinity;
   private stopped = false;
+  /** Monotonic ms of the last renewal that Redis confirmed / that failed to reach it (0: none yet). */
+  private lastRenewedAt = 0;
+  private lastFailure?: { at: number; message: string };
 
   constructor(
     private readonly store: RedisLockStore,
@@ -73,6 +88,30 @@ export class Watchdog {
     this.stopped = true;
     this.locks.clear();
     this.clearTimer();
+  }
+
+  /**
+   * @internal For health checks, O(held leases). A lease is lagging when the watchdog should be
+   * renewing it and less than one renewal interval is left before its deadline: at least one
+   * renewal is overdue (an event loop too busy, or Redis too slow to answer in time).
+   */
+  health(now: number): WatchdogHealth {
+    let leases = 0;
+    let lagging = 0;
+    let tightestMarginMs: number | undefined;
+    for (const lock of this.locks) {
+      if (!lock.watchdogRenews) continue; // maxHold reached or shutting down: its lease runs out on purpose
+      for (const lease of lock.leases) {
+        leases++;
+        const margin = lease.deadline - now;
+        tightestMarginMs = Math.min(tightestMarginMs ?? Infinity, margin);
+        if (margin < renewIntervalFor(lease.ttl)) lagging++;
+      }
+    }
+    const failure = this.lastFailure;
+    // A failure that a later renewal made good is history, not a fault.
+    const failing = failure && failure.at > this.lastRenewedAt ? { agoMs: now - failure.at, message: failure.message } : undefined;
+    return { leases, lagging, tightestMarginMs, failing };
   }
 
   /** Re-arms the timer for the earliest renewal or deadline (after a tick, or while renewals are on the wire). */
@@ -173,6 +212,7 @@ export class Watchdog {
       if (result === true) {
         this.stats.renewals++;
         this.metrics.renewal(lock.options.name, 'renewed');
+        this.lastRenewedAt = answeredAt;
         // A reply that came back after the old deadline cannot revive the lease: someone else may
         // have held the key in between by Redis' clock.
         if (answeredAt >= lease.deadline) return lock.checkDeadline(answeredAt);
@@ -183,6 +223,7 @@ export class Watchdog {
       } else {
         this.stats.renewalErrors++;
         this.metrics.renewal(lock.options.name, 'error');
+        this.lastFailure = { at: answeredAt, message: result.message };
         // Try again soon, but still within the lease; the deadline check declares the loss if Redis stays away.
         lease.renewAt = answeredAt + Math.max(driftFor(lease.ttl), Math.floor(renewIntervalFor(lease.ttl) * RETRY_SHARE));
         this.logger.warn(`Renewing lock "${lock.key}" failed, retrying before the lease ends: ${result.message}`);

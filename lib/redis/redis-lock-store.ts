@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { monotonicNow } from '../time/clock';
 import { CommandDeadlines, CommandGate } from './command-deadlines';
 import { toConnectionError } from './connection-errors';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
@@ -127,6 +128,16 @@ export class RedisLockStore {
     const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.channelPrefix];
     const step = (): Promise<void> => this.script(LOCK_SCRIPTS.passOn, 'release', keys, args).then((more) => (more === 1 ? step() : undefined));
     step().catch(() => undefined);
+  }
+
+  /**
+   * @internal One PING, bounded by `commandTimeout` like every lock call; resolves the round trip in
+   * ms (monotonic), rejects with `LockConnectionError` when Redis is down, frozen or too slow.
+   */
+  async ping(): Promise<number> {
+    const sentAt = monotonicNow();
+    await this.deadlines.bound('ping', () => this.client.ping());
+    return monotonicNow() - sentAt;
   }
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {

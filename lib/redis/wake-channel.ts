@@ -14,6 +14,9 @@ export interface Handover {
 
 type Wake = (handover: Handover) => void;
 
+/** @internal See `WakeChannel.state`. */
+export type WakeChannelState = 'idle' | 'subscribed' | 'disconnected' | 'closed';
+
 /**
  * The one pub/sub channel of a LockService, on one subscriber connection, subscribed once (at the
  * first wait) and kept until shutdown: no SUBSCRIBE/UNSUBSCRIBE per wait, no channel per key to
@@ -44,6 +47,17 @@ export class WakeChannel {
   /** True once Redis acknowledged the subscription: from then on a release reaches registered waiters. */
   get subscribed(): boolean {
     return this.confirmed;
+  }
+
+  /**
+   * @internal For health checks. `idle`: no wait has needed the channel yet (nothing to check);
+   * `subscribed`: confirmed and its connection is up; `disconnected`: the subscriber connection is
+   * down or its subscription failed, so waiters fall back to polling until it is back; `closed`.
+   */
+  get state(): WakeChannelState {
+    if (this.closed) return 'closed';
+    if (!this.connection) return 'idle';
+    return this.confirmed && this.connection.status === 'ready' ? 'subscribed' : 'disconnected';
   }
 
   /**

@@ -6,6 +6,7 @@ import { CampaignsModule } from './campaigns/campaigns.module';
 import { AppConfig, validateConfig } from './config/app-config';
 import { DatabaseModule } from './database/database.module';
 import { MetricsModule } from './metrics/metrics.module';
+import { HealthModule } from './health/health.module';
 import { SettlementModule } from './settlement/settlement.module';
 
 @Module({
@@ -28,6 +29,7 @@ import { SettlementModule } from './settlement/settlement.module';
     CampaignsModule,
     SettlementModule,
     MetricsModule,
+    HealthModule,
   ],
 })
 export class AppModule {}
