@@ -49,6 +49,25 @@ describe('fenced coupon writes (sample)', () => {
     ]);
   });
 
+  it("a stale holder writing between the next holder's read and write: the fenced read makes the stale write lose (no oversell)", async () => {
+    await repo.upsertCampaign('c1', 1, 100);
+    // A (fence 150) reads with its fence, then stalls past its lease.
+    const readByA = await repo.findCampaignFenced('c1', 150);
+    expect(readByA).toMatchObject({ accepted: true, value: { issued: 0 } });
+    // B (fence 200) gets the lock and reads: the last coupon is still there.
+    const readByB = await repo.findCampaignFenced('c1', 200);
+    expect(readByB).toMatchObject({ accepted: true, value: { issued: 0, lastFence: 200 } });
+    // A wakes up and writes before B does. With a fence on the write alone (token 150 >= 100, the last
+    // one written) this landed, then B's write (200 >= 150) landed too: two coupons from a stock of one.
+    expect(await repo.issueCoupon((readByA as { value: Campaign }).value, 'alice', 'app-1', 150)).toEqual({ accepted: false, lastFence: 200 });
+    expect((await repo.issueCoupon((readByB as { value: Campaign }).value, 'bob', 'app-2', 200)).accepted).toBe(true);
+    expect(rows('SELECT user_id FROM coupons')).toEqual([{ user_id: 'bob' }]);
+    expect(await load('c1')).toMatchObject({ issued: 1, stock: 1 });
+    // And a holder older than the last read is refused at its read already.
+    expect(await repo.findCampaignFenced('c1', 180)).toEqual({ accepted: false, lastFence: 200 });
+    expect(await repo.findCampaignFenced('nope', 300)).toBeUndefined();
+  });
+
   it('accepts the same holder writing again (equal token) and any newer holder', async () => {
     await repo.upsertCampaign('c1', 10, 100);
     expect((await repo.issueCoupon(await load('c1'), 'alice', 'app-1', 100)).accepted).toBe(true);

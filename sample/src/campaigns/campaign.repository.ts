@@ -46,6 +46,7 @@ export class CampaignRepository {
   private readonly insertCoupon: Statement<Omit<CouponRow, 'id'>>;
   private readonly insertRejection: Statement<{ campaign_id: string; instance: string; fence: number; at: number }>;
   private readonly upsertFenced: Statement<{ id: string; stock: number; fence: number }>;
+  private readonly fenceRow: Statement<{ id: string; fence: number }>;
 
   constructor(private readonly database: SqliteDatabase) {
     const db = database.db;
@@ -55,6 +56,9 @@ export class CampaignRepository {
     // The fence: one atomic UPDATE that only lands if no newer lock holder has written the row.
     // `<=`: tokens are unique per holder, so an equal one is the same holder writing again.
     this.saveIssuedFenced = db.prepare('UPDATE campaigns SET issued = @issued, last_fence = @fence WHERE id = @id AND last_fence <= @fence');
+    // Fencing the read, not only the write: a holder first stamps the row with its token, so a holder
+    // whose lease lapsed meanwhile can no longer write between this read and this holder's write.
+    this.fenceRow = db.prepare('UPDATE campaigns SET last_fence = @fence WHERE id = @id AND last_fence <= @fence');
     this.saveIssuedUnfenced = db.prepare('UPDATE campaigns SET issued = @issued WHERE id = @id');
     this.insertCoupon = db.prepare(
       `INSERT INTO coupons (campaign_id, user_id, code, instance, fence, issued_at)
@@ -75,6 +79,23 @@ export class CampaignRepository {
     await this.database.roundTrip();
     const row = this.selectCampaign.get(id);
     return row && toCampaign(row);
+  }
+
+  /**
+   * Reads the campaign for a fenced read-check-write: stamps the row with `fence` first (refused
+   * when a newer holder already did), so no older holder's write can land after this read. A fence
+   * on the write alone is not enough: a holder paused past its lease could still write between this
+   * read and this holder's write, and both writes would pass (each token ≥ the last one written).
+   */
+  async findCampaignFenced(id: string, fence: number): Promise<FencedWrite<Campaign> | undefined> {
+    await this.database.roundTrip();
+    const read = this.database.db.transaction((): FencedWrite<Campaign> | undefined => {
+      const stamped = this.fenceRow.run({ id, fence }).changes > 0;
+      const row = this.selectCampaign.get(id);
+      if (!row) return undefined;
+      return stamped ? { accepted: true, value: toCampaign(row) } : { accepted: false, lastFence: row.last_fence };
+    });
+    return read.immediate();
   }
 
   async findCouponOf(campaignId: string, userId: string): Promise<Coupon | undefined> {

@@ -47,8 +47,7 @@ export class CampaignsService {
   async claim(campaignId: string, userId: string, debug: ClaimDebug = {}): Promise<Coupon> {
     // undefined with LOCK_MODE=in-process: then the write is unfenced, exactly like the incident's code.
     const fence = currentLock()?.fencingToken;
-    const campaign = await this.campaigns.findCampaign(campaignId);
-    if (!campaign) throw new CampaignNotFoundException(campaignId);
+    const campaign = await this.loadForClaim(campaignId, fence);
     if (await this.campaigns.findCouponOf(campaignId, userId)) throw new AlreadyClaimedException(campaignId, userId);
     if (campaign.issued >= campaign.stock) throw new SoldOutException(campaignId);
     // Demo only (DEBUG_HOOKS=1): the worst moment to stall — everything checked, nothing written.
@@ -58,6 +57,19 @@ export class CampaignsService {
     const written = await this.campaigns.issueCoupon(campaign, userId, this.instance, fence);
     if (!written.accepted) throw new LeaseLostException(campaignId, fence!, written.lastFence);
     return written.value;
+  }
+
+  /** The campaign, read under the lock's fence when there is one (see CampaignRepository.findCampaignFenced). */
+  private async loadForClaim(campaignId: string, fence: number | undefined): Promise<Campaign> {
+    if (fence === undefined) {
+      const campaign = await this.campaigns.findCampaign(campaignId);
+      if (!campaign) throw new CampaignNotFoundException(campaignId);
+      return campaign;
+    }
+    const read = await this.campaigns.findCampaignFenced(campaignId, fence);
+    if (!read) throw new CampaignNotFoundException(campaignId);
+    if (!read.accepted) throw new LeaseLostException(campaignId, fence, read.lastFence);
+    return read.value;
   }
 
   /**
