@@ -4,7 +4,7 @@ import { nextTurn } from './sleep';
 import { Lease, driftFor, renewIntervalFor, renewLease } from './lease';
 import type { Lock } from './lock';
 import type { LockStats } from './lock-stats';
-import type { RedisLockStore, RenewRequest } from '../redis/redis-lock-store';
+import type { LockStore, RenewRequest } from './lock-store';
 
 /**
  * Most renewals one pipeline carries. Building, sending and parsing a renewal costs about 10 µs of
@@ -42,7 +42,7 @@ export class Watchdog {
   private stopped = false;
 
   constructor(
-    private readonly store: RedisLockStore,
+    private readonly store: LockStore,
     private readonly logger: Logger,
     private readonly stats: LockStats,
   ) {}

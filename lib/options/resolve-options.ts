@@ -1,4 +1,3 @@
-import { isClusterClient } from '../redis/redis-connection';
 import { describeValue } from '../errors/describe-value';
 import type { DistributedLockModuleOptions } from './distributed-lock-module-options.interface';
 import type { LockOptions, OnBusyPolicy } from './lock-options.interface';
@@ -85,14 +84,11 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
   if (typeof options !== 'object' || options === null) {
     throw new LockOptionsError('DistributedLockModule options', `expected an object, got ${describeValue(options)}.`);
   }
-  if (options.redis === undefined || options.redis === null || options.redis === '') {
-    throw new LockOptionsError('redis', "missing: pass a URL ('redis://127.0.0.1:6379'), ioredis options, or a Redis/Cluster instance.");
-  }
   const keyPrefix = resolveKeyPrefix(options.keyPrefix ?? LOCK_DEFAULTS.keyPrefix);
   const commandTimeout = assertIntegerMs('commandTimeout', options.commandTimeout ?? LOCK_DEFAULTS.commandTimeout, 1);
   const replicaAcks = assertCount('replicaAcks', options.replicaAcks ?? LOCK_DEFAULTS.replicaAcks, 0, MAX_REPLICA_ACKS);
   const replicaAckTimeout = assertIntegerMs('replicaAckTimeout', options.replicaAckTimeout ?? LOCK_DEFAULTS.replicaAckTimeout, 1);
-  if (replicaAcks > 0) assertReplicaAcksUsable(options.redis, replicaAckTimeout, commandTimeout);
+  if (replicaAcks > 0) assertReplicaAckTimeout(replicaAckTimeout, commandTimeout);
   return {
     keyPrefix,
     commandTimeout,
@@ -105,17 +101,10 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
 }
 
 /**
- * WAIT confirms the writes of one connection to one primary's replicas: a Cluster client spreads
- * locks over several primaries (not supported). The confirmation must end before the command's
- * own bound, or the caller would see a timeout instead of how many replicas confirmed.
+ * The confirmation must end before the command's own bound, or the caller would see a timeout instead
+ * of how many replicas confirmed. (What else replicaAcks needs is the Redis backend's: lib/redis/redis-backend.ts.)
  */
-function assertReplicaAcksUsable(redis: unknown, replicaAckTimeout: number, commandTimeout: number): void {
-  if (isClusterClient(redis)) {
-    throw new LockOptionsError(
-      'replicaAcks',
-      'is not supported with a Redis Cluster client; use a single primary with replicas (e.g. under Sentinel), or leave it 0.',
-    );
-  }
+function assertReplicaAckTimeout(replicaAckTimeout: number, commandTimeout: number): void {
   if (replicaAckTimeout >= commandTimeout) {
     throw new LockOptionsError('replicaAckTimeout', `must be below commandTimeout (${commandTimeout} ms), got ${replicaAckTimeout}.`);
   }

@@ -1,6 +1,6 @@
 import { LockBusyError } from '../../errors/lock-busy.error';
 import type { ResolvedLockOptions } from '../../options/resolve-options';
-import type { LockRedisKeys } from '../../redis/lock-redis-keys';
+import type { LockKeys } from '../lock-store';
 import { monotonicNow } from '../clock';
 import type { Lease } from '../lease';
 import { AcquireContext, abandonQuietly, shuttingDown } from './acquire-context';
@@ -26,13 +26,7 @@ export type { AcquireContext } from './acquire-context';
  * The first attempt is a plain promise chain: an uncontended acquire (the common case) costs one
  * script call and no async frame of its own; only a busy key enters the waiting loop.
  */
-export function acquireOneKey(
-  ctx: AcquireContext,
-  keys: LockRedisKeys,
-  token: string,
-  options: ResolvedLockOptions,
-  waitUntil: number,
-): Promise<Lease> {
+export function acquireOneKey(ctx: AcquireContext, keys: LockKeys, token: string, options: ResolvedLockOptions, waitUntil: number): Promise<Lease> {
   if (ctx.shutdown.aborted) return Promise.reject(shuttingDown(keys));
   const waits = options.onBusy === 'retry';
   // A release hands the lock to the head of the queue and says so on another connection, which can
