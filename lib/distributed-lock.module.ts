@@ -1,10 +1,7 @@
 import { Module } from '@nestjs/common';
-import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
-import { LockHttpErrorsInterceptor } from './locked/lock-http-errors.interceptor';
-import { LOCKED_LOCK_SERVICE } from './locked/lock-service-injection';
-import { LockedExplorer } from './locked/locked.explorer';
+import { DiscoveryModule } from '@nestjs/core';
 import { DistributedLockConfigurableModule } from './distributed-lock.module-definition';
-import { LockService } from './lock.service';
+import { LOCK_MODULE_EXPORTS, LOCK_MODULE_PROVIDERS } from './lock-module-providers';
 
 /**
  * `DistributedLockModule.forRoot({ redis, ... })` or `.forRootAsync({ imports, inject, useFactory })`.
@@ -13,13 +10,7 @@ import { LockService } from './lock.service';
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [
-    LockService,
-    // What Nest injects into instances with @Locked methods (any scope): see locked/lock-service-injection.ts.
-    { provide: LOCKED_LOCK_SERVICE, useExisting: LockService },
-    LockedExplorer,
-    { provide: APP_INTERCEPTOR, useClass: LockHttpErrorsInterceptor },
-  ],
-  exports: [LockService, LOCKED_LOCK_SERVICE],
+  providers: LOCK_MODULE_PROVIDERS,
+  exports: LOCK_MODULE_EXPORTS,
 })
 export class DistributedLockModule extends DistributedLockConfigurableModule {}

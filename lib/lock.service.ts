@@ -1,5 +1,6 @@
-import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import type { Lock } from './core/lock';
+import { LOCK_BACKEND, type LockBackendFactory } from './core/lock-backend';
 import { LockEngine } from './core/lock-engine';
 import type { LockStats } from './core/lock-stats';
 import { DISTRIBUTED_LOCK_OPTIONS } from './distributed-lock.module-definition';
@@ -18,8 +19,12 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
   /** @internal The engine behind this façade (see lib/core/lock-engine.ts). */
   readonly engine: LockEngine;
 
-  constructor(@Inject(DISTRIBUTED_LOCK_OPTIONS) options: DistributedLockModuleOptions) {
-    this.engine = new LockEngine(options);
+  constructor(
+    @Inject(DISTRIBUTED_LOCK_OPTIONS) options: DistributedLockModuleOptions,
+    /** @internal Where locks live; Redis unless a module provides another (the testing module: memory). */
+    @Optional() @Inject(LOCK_BACKEND) backend?: LockBackendFactory,
+  ) {
+    this.engine = new LockEngine(options, backend ?? redisBackend());
   }
 
   /**
@@ -96,4 +101,10 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
   close(): Promise<void> {
     return this.engine.close();
   }
+}
+
+/** Loaded on first use, so an application on the in-memory testing backend never loads ioredis. */
+function redisBackend(): LockBackendFactory {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazy on purpose (see above)
+  return (require('./redis/redis-backend') as typeof import('./redis/redis-backend')).redisBackend;
 }

@@ -1,4 +1,4 @@
-import type { LockRedisKeys } from '../redis/lock-redis-keys';
+import type { LockKeys } from './lock-store';
 
 /**
  * One key's lease as this process knows it. `deadline` is on the monotonic clock and counts from
@@ -6,7 +6,7 @@ import type { LockRedisKeys } from '../redis/lock-redis-keys';
  * lease Redis holds (Redis may have started the TTL later, never earlier).
  */
 export interface Lease {
-  readonly keys: LockRedisKeys;
+  readonly keys: LockKeys;
   readonly fence: number;
   ttl: number;
   deadline: number;
@@ -26,7 +26,7 @@ export const renewIntervalFor = (ttl: number): number => Math.max(1, Math.floor(
  * A lease Redis granted for `validFor` ms, counted from `sentAt` (a moment no later than the grant),
  * and renewed to `ttl` from then on. `validFor` is less than `ttl` for a lock handed over by a release.
  */
-export function newLease(keys: LockRedisKeys, fence: number, ttl: number, sentAt: number, validFor: number = ttl): Lease {
+export function newLease(keys: LockKeys, fence: number, ttl: number, sentAt: number, validFor: number = ttl): Lease {
   return { keys, fence, ttl, deadline: sentAt + validFor - driftFor(validFor), renewAt: sentAt + renewIntervalFor(validFor), renewalInFlight: false };
 }
 

@@ -1,4 +1,4 @@
-import type { WakeChannelState } from '../redis/wake-channel';
+import type { HandoverChannelState } from './handover-channel';
 import type { WatchdogHealth } from './watchdog';
 
 /**
@@ -9,7 +9,7 @@ export interface LockEngineHealth {
   /** close() began: no new locks are taken. */
   closing: boolean;
   /** The wake channel waiters are told of releases on (see `WakeChannel.state`). */
-  wakeChannel: WakeChannelState;
+  wakeChannel: HandoverChannelState;
   watchdog: WatchdogHealth;
   /** The bound on every Redis call, the ping included (ms). */
   commandTimeout: number;

@@ -21,13 +21,9 @@ import { LockStats, emptyStats } from './lock-stats';
 import type { AcquireOutcome, LockMetrics } from '../observability/lock-metrics';
 import { createLockMetrics } from '../observability/otel-lock-metrics';
 import { ResolvedLockOptions, ResolvedModuleOptions, resolveLockOptions, resolveModuleOptions } from '../options/resolve-options';
-import { reportConnectionHealth } from '../redis/connection-health';
-import { ConnectionState } from '../redis/connection-state';
-import { RedisConnection, closeConnection, connectTimeoutFor, createRedisConnection, waitUntilReady } from '../redis/redis-connection';
-import { RedisLockStore } from '../redis/redis-lock-store';
-import type { LockRedisKeys } from '../redis/lock-redis-keys';
-import { ReplicaAcks, assertReplicaAcksSupported } from '../redis/replica-acks';
-import { WakeChannel } from '../redis/wake-channel';
+import type { HandoverChannel } from './handover-channel';
+import type { LockBackend, LockBackendFactory } from './lock-backend';
+import type { LockKeys, LockStore } from './lock-store';
 import { ShutdownDrain } from './shutdown-drain';
 import { Watchdog } from './watchdog';
 
@@ -35,14 +31,15 @@ let nextEngineId = 1;
 const NO_LOCKS: readonly Lock[] = Object.freeze([]);
 
 /**
- * The lock engine: the composition root that builds the store, wake channel, watchdog and shutdown
- * drain of one `LockService`, and the acquire / hold / close logic over them. `LockService` is the
+ * The lock engine: the composition root that builds the backend (store and wake channel: Redis, or
+ * memory for tests), watchdog and shutdown drain of one `LockService`, and the acquire / hold / close
+ * logic over them, the same whatever the backend. `LockService` is the
  * Nest-facing façade over one engine; `Lock` handles reach the engine through `LockRuntime`.
  */
 export class LockEngine implements LockRuntime {
   /** Distinguishes engines in the async lock context (two applications in one process). */
   readonly engineId = nextEngineId++;
-  readonly store: RedisLockStore;
+  readonly store: LockStore;
   readonly watchdog: Watchdog;
   readonly logger = new Logger('DistributedLock');
   readonly stats: LockStats = emptyStats();
@@ -50,9 +47,8 @@ export class LockEngine implements LockRuntime {
   readonly metrics: LockMetrics = createLockMetrics();
   readonly settings: ResolvedModuleOptions;
 
-  private readonly connection: RedisConnection;
-  private readonly connectionState: ConnectionState;
-  readonly wakeChannel: WakeChannel;
+  private readonly backend: LockBackend;
+  readonly wakeChannel: HandoverChannel;
   /** Prefix of every owner token of this engine; names its wake channel. */
   private readonly serviceId = newServiceId();
   /** Aborts when close() begins: no new lock is taken from then on, and waiters stop waiting. */
@@ -65,51 +61,36 @@ export class LockEngine implements LockRuntime {
   private readonly acquireContext: AcquireContext;
   private closing?: Promise<void>;
 
-  constructor(options: DistributedLockModuleOptions) {
+  constructor(options: DistributedLockModuleOptions, makeBackend: LockBackendFactory) {
     this.settings = resolveModuleOptions(options);
-    assertReplicaAcksSupported(options.redis, this.settings.replicaAcks);
     // Every waiter listens for shutdown; hundreds of concurrent waiters are normal, not a leak.
     setMaxListeners(0, this.shutdown.signal);
-    this.connection = createRedisConnection(options.redis, this.settings.commandTimeout);
-    const { client, owned } = this.connection;
-    this.connectionState = new ConnectionState(client, owned);
-    if (owned) reportConnectionHealth(client, this.connectionState, this.logger, this.shutdown.signal);
-    const { keyPrefix, commandTimeout, waiterLease, replicaAcks, replicaAckTimeout } = this.settings;
-    const acks = replicaAcks > 0 ? new ReplicaAcks(replicaAcks, replicaAckTimeout) : undefined;
-    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease, acks, this.connectionState);
-    this.wakeChannel = new WakeChannel(client, this.store.channelPrefix + this.serviceId, commandTimeout, this.logger);
+    const { settings, serviceId, logger } = this;
+    this.backend = makeBackend({ options, settings, serviceId, logger, shutdown: this.shutdown.signal });
+    this.store = this.backend.store;
+    this.wakeChannel = this.backend.wakeChannel;
     this.watchdog = new Watchdog(this.store, this.logger, this.stats, this.metrics);
-    this.acquireContext = { store: this.store, wakeChannel: this.wakeChannel, waiterLease, shutdown: this.shutdown.signal };
+    this.acquireContext = {
+      store: this.store,
+      wakeChannel: this.wakeChannel,
+      confirmsHandovers: this.backend.confirmsHandovers,
+      waiterLease: settings.waiterLease,
+      shutdown: this.shutdown.signal,
+    };
   }
 
   /**
-   * Startup: with `requireRedisAtStartup`, waits up to `startupTimeout` for the first connection and
-   * fails startup (closing what the module made) when none comes. Without it, startup goes on at
-   * once: each call waits for the first connection within its own `commandTimeout`.
+   * Startup: waits (bounded) for the backend, so the first lock of the application does not fail on a
+   * handshake in progress. When the backend refuses to start (Redis unreachable with
+   * `requireRedisAtStartup`), closes what the module made and fails startup.
    */
   async ready(): Promise<void> {
-    const { requireRedisAtStartup, startupTimeout, commandTimeout } = this.settings;
-    const { client, owned } = this.connection;
-    if (!requireRedisAtStartup) {
-      if (!owned && client.status !== 'wait') void this.reportIfNeverReady(connectTimeoutFor(commandTimeout));
-      return;
+    try {
+      await this.backend.ready();
+    } catch (error) {
+      await this.close();
+      throw error;
     }
-    // A client of the user's made with lazyConnect connects on its first command; startup is that moment.
-    if (client.status === 'wait') client.connect().catch(() => undefined);
-    if (await waitUntilReady(client, startupTimeout)) return;
-    const error = this.connectionState.notReachableAtStartup(startupTimeout);
-    await this.close();
-    throw error;
-  }
-
-  /** A connection we own logs its failed attempts itself (connection-health.ts); a user's client gets this one line. */
-  private async reportIfNeverReady(waitMs: number): Promise<void> {
-    if (await waitUntilReady(this.connection.client, waitMs)) return;
-    if (this.shutdown.signal.aborted) return;
-    this.logger.error(
-      `${this.connectionState.target} is not reachable: no connection within ${waitMs} ms of startup. ` +
-        `Lock calls fail with LockConnectionError until it is; check the redis option and that the server is running.`,
-    );
   }
 
   /** @internal Health facts read locally, for lib/terminus (see LockEngineHealth). */
@@ -231,7 +212,7 @@ export class LockEngine implements LockRuntime {
 
   /** Several keys (or some borrowed): taken one by one in canonical order, all or nothing. */
   private async takeEach(pending: Lock, toTake: readonly string[], leases: Lease[], waitUntil: number, tally: AcquireTally): Promise<Lock> {
-    let trying: LockRedisKeys | undefined;
+    let trying: LockKeys | undefined;
     try {
       for (const k of toTake) {
         trying = this.store.keysFor(k);
@@ -291,7 +272,7 @@ export class LockEngine implements LockRuntime {
    * left a place in the queue, or a handover we never heard of: take both back (owner-checked) and
    * wait for that, so close() closes the connection only after it reached Redis.
    */
-  private async leaveDuringClose(keys: LockRedisKeys, token: string, error: unknown): Promise<never> {
+  private async leaveDuringClose(keys: LockKeys, token: string, error: unknown): Promise<never> {
     try {
       await this.store.abandon(keys, token);
     } catch {
@@ -342,8 +323,7 @@ export class LockEngine implements LockRuntime {
     this.closed = true;
     if (!drained) this.leaveToLapse();
     this.watchdog.stop();
-    await this.wakeChannel.close();
-    if (this.connection.owned) await closeConnection(this.connection.client, shutdownTimeout);
+    await this.backend.close();
   }
 
   /** Work still running past shutdownTimeout keeps its keys: deleting them would let another holder in beside it. */

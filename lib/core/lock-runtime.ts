@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import type { RedisLockStore } from '../redis/redis-lock-store';
+import type { LockStore } from './lock-store';
 import type { Watchdog } from './watchdog';
 import type { Lock } from './lock';
 import type { LockStats } from './lock-stats';
@@ -7,7 +7,7 @@ import type { LockMetrics } from '../observability/lock-metrics';
 
 /** What a Lock handle needs from the service that made it (internal; not exported to users). */
 export interface LockRuntime {
-  readonly store: RedisLockStore;
+  readonly store: LockStore;
   readonly watchdog: Watchdog;
   readonly logger: Logger;
   readonly stats: LockStats;

@@ -5,7 +5,7 @@ import { Lease, driftFor, renewIntervalFor, renewLease } from './lease';
 import type { Lock } from './lock';
 import type { LockStats } from './lock-stats';
 import type { LockMetrics } from '../observability/lock-metrics';
-import type { RedisLockStore, RenewRequest } from '../redis/redis-lock-store';
+import type { LockStore, RenewRequest } from './lock-store';
 
 /**
  * Most renewals one pipeline carries. Building, sending and parsing a renewal costs about 10 µs of
@@ -58,7 +58,7 @@ export class Watchdog {
   private lastFailure?: { at: number; message: string };
 
   constructor(
-    private readonly store: RedisLockStore,
+    private readonly store: LockStore,
     private readonly logger: Logger,
     private readonly stats: LockStats,
     private readonly metrics: LockMetrics,

@@ -94,9 +94,6 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
   if (typeof options !== 'object' || options === null) {
     throw new LockOptionsError('DistributedLockModule options', `expected an object, got ${describeValue(options)}.`);
   }
-  if (options.redis === undefined || options.redis === null || options.redis === '') {
-    throw new LockOptionsError('redis', "missing: pass a URL ('redis://127.0.0.1:6379'), ioredis options, or a Redis/Cluster instance.");
-  }
   if ((options as LockOptions).name !== undefined) {
     throw new LockOptionsError('name', 'is not a module-wide option: it names one kind of lock; pass it per call or in @Locked options.');
   }
@@ -119,7 +116,10 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
   };
 }
 
-/** The confirmation must end before the command's own bound, or the caller would see a timeout instead of how many replicas confirmed. */
+/**
+ * The confirmation must end before the command's own bound, or the caller would see a timeout instead
+ * of how many replicas confirmed. (What else replicaAcks needs is the Redis backend's: lib/redis/redis-backend.ts.)
+ */
 function assertReplicaAckTimeout(replicaAckTimeout: number, commandTimeout: number): void {
   if (replicaAckTimeout >= commandTimeout) {
     throw new LockOptionsError('replicaAckTimeout', `must be below commandTimeout (${commandTimeout} ms), got ${replicaAckTimeout}.`);

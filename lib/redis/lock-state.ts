@@ -31,8 +31,3 @@ export function lockStateError(keys: LockRedisKeys, operation: string, error: un
   }
   return undefined;
 }
-
-/** A fencing token as the client receives it: a positive integer that is exact in JavaScript. */
-export function isFencingToken(value: number): boolean {
-  return Number.isSafeInteger(value) && value > 0;
-}

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { monotonicNow } from '../time/clock';
+import type { AcquireReply, LockStore, ReleaseOutcome, RenewRequest as StoreRenewRequest } from '../core/lock-store';
 import { CommandDeadlines, CommandGate } from './command-deadlines';
 import { toConnectionError } from './connection-errors';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
@@ -10,17 +11,10 @@ import { WriteBatcher } from './write-batcher';
 import { LOCK_SCRIPTS } from './scripts';
 import { isClusterClient, type RedisClient } from './redis-connection';
 
-export type AcquireReply =
-  /** `validFor`: ms of lease Redis had left when it ran the attempt (the ttl, or less for a lock handed to us). */
-  | { acquired: true; fence: number; validFor: number }
-  /** `lastFence`: the key's last fencing token when the attempt ran (see waitForTurn: it dates the attempt against a handover). */
-  | { acquired: false; holderTtl: number; position: number; lastFence: number };
+export type { AcquireReply, ReleaseOutcome } from '../core/lock-store';
 
-export interface RenewRequest {
-  keys: LockRedisKeys;
-  token: string;
-  ttl: number;
-}
+/** A renewal of one of this store's leases. */
+export type RenewRequest = StoreRenewRequest<LockRedisKeys>;
 
 /**
  * The one place that talks to Redis. Every method is one atomic script (one round trip), bounded
@@ -30,7 +24,7 @@ export interface RenewRequest {
  * by WAIT in the same pipeline (still one round trip) and counts only when enough replicas
  * confirmed it; without, the commands sent are exactly those of a plain call.
  */
-export class RedisLockStore {
+export class RedisLockStore implements LockStore {
   /** Prefix of every service's wake channel; the release script appends the waiter's service id. */
   readonly channelPrefix: string;
   private readonly deadlines: CommandDeadlines;
@@ -251,6 +245,3 @@ function acquireReply(raw: unknown): AcquireReply {
 const renewArgs = (keys: LockRedisKeys, token: string, ttl: number): CommandArg[] => [keys.lock, token, String(ttl)];
 
 const isOne = (reply: unknown): boolean => reply === 1;
-
-/** `handed-over`: the release gave the lock to the next waiter (whose process is being told so). */
-export type ReleaseOutcome = 'not-owner' | 'freed' | 'handed-over';

@@ -1,21 +1,14 @@
 import type { Logger } from '@nestjs/common';
+import type { Handover, HandoverChannel, HandoverChannelState } from '../core/handover-channel';
 import { CommandDeadlines } from './command-deadlines';
 import { RedisClient, waitUntilReady } from './redis-connection';
 
-/**
- * A release handed one key of the lock to this waiter: its fencing token, the lease (ms) Redis set,
- * and how much of the waiter's place in the queue was left (ms) when it did (see grant_next_waiter).
- */
-export interface Handover {
-  fence: number;
-  validFor: number;
-  placeLeft: number;
-}
+export type { Handover } from '../core/handover-channel';
 
 type Wake = (handover: Handover) => void;
 
 /** @internal See `WakeChannel.state`. */
-export type WakeChannelState = 'idle' | 'subscribed' | 'disconnected' | 'closed';
+export type WakeChannelState = HandoverChannelState;
 
 /**
  * The one pub/sub channel of a LockService, on one subscriber connection, subscribed once (at the
@@ -24,7 +17,7 @@ export type WakeChannelState = 'idle' | 'subscribed' | 'disconnected' | 'closed'
  * `<token> <fence> <lease ms> <place ms left> <lock key>` on the channel of that waiter's service only, so exactly one process
  * hears about each release.
  */
-export class WakeChannel {
+export class WakeChannel implements HandoverChannel {
   private connection?: RedisClient;
   private subscribing?: Promise<void>;
   private confirmed = false;

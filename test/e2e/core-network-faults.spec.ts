@@ -13,6 +13,7 @@
  */
 import * as path from 'path';
 import type Redis from 'ioredis';
+import type { RedisLockStore } from '../../lib/redis/redis-lock-store';
 import { DistributedLockModuleOptions, Lock, LockBusyError, LockConnectionError, LockLostError, LockService, LockTimeoutError } from '../../lib';
 import { checkHistory, Section } from '../harness/history';
 import { NetnsRedis, netnsUnavailable } from '../harness/netns-redis';
@@ -321,7 +322,7 @@ describe('T8 latency and partition between the library and Redis', () => {
         const lock = await suite.calls.track('acquire', locks.acquire('ipt-drop'));
         const answeredAt = hrMs();
 
-        const connection = (locks.engine.store.client as Redis).stream;
+        const connection = ((locks.engine.store as RedisLockStore).client as Redis).stream;
         await net.partition('DROP', probe);
         const partitionedAt = hrMs();
         const release = await timed(suite.calls.track('release', lock.release()));
@@ -359,7 +360,7 @@ describe('T8 latency and partition between the library and Redis', () => {
         expect(await suite.calls.track('release after heal', back.lock!.release())).toBe(true);
         // Same socket throughout (DROP resets nothing), so the release sent into the blackhole reached
         // Redis before this acquire did. It was owner-checked: it found another owner and deleted nothing.
-        expect((locks.engine.store.client as Redis).stream).toBe(connection);
+        expect(((locks.engine.store as RedisLockStore).client as Redis).stream).toBe(connection);
         expect(await probe.get('t8:{ipt-drop}')).toBe('next-holder');
         expect(await probe.del('t8:{ipt-drop}')).toBe(1);
         expect(await probe.exists('t8:{ipt-drop:after}')).toBe(0);

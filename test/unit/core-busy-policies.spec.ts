@@ -1,6 +1,7 @@
-import { LockBusyError, LockService, LockTimeoutError } from '../../lib';
+import { LockService } from '../../lib';
 import { commandCalls, redisSuite, sleep } from './core-helpers';
 
+/** Redis-side waiting and handover; the store-agnostic policy cases (throw, fail-fast, retry timeout, handover) are in test/shared/lock-behaviour.suite.ts. */
 describe('LockService: busy policies and handover', () => {
   const suite = redisSuite();
 
@@ -9,60 +10,6 @@ describe('LockService: busy policies and handover', () => {
     const untilQueued = async (key: string, everyMs = 5) => {
       for (let i = 0; i < 100 && (await suite.client.llen(`test:{${key}}:q`)) === 0; i++) await sleep(everyMs);
     };
-
-    it("'throw' rejects at once with LockBusyError naming the key and the holder's remaining lease", async () => {
-      const holder = await suite.pool.make({ ttl: 8_000 });
-      const other = await suite.pool.make();
-      const lock = await holder.acquire('busy:1');
-      const started = performance.now();
-      const error = await other.acquire('busy:1', { onBusy: 'throw' }).catch((e) => e);
-      expect(performance.now() - started).toBeLessThan(200);
-      expect(error).toBeInstanceOf(LockBusyError);
-      expect(error.key).toBe('busy:1');
-      expect(error.holderTtl).toBeGreaterThan(7_000);
-      expect(error.message).toContain('busy:1');
-      await lock.release();
-    });
-
-    it("'fail-fast' resolves null from acquire/tryAcquire and the fallback from withLock, without running fn", async () => {
-      const holder = await suite.pool.make();
-      const other = await suite.pool.make();
-      const lock = await holder.acquire('busy:2');
-      expect(await other.acquire('busy:2', { onBusy: 'fail-fast' })).toBeNull();
-      expect(await other.tryAcquire('busy:2')).toBeNull();
-      const fn = jest.fn();
-      expect(await other.withLock('busy:2', fn, { onBusy: 'fail-fast', fallback: 'later' })).toBe('later');
-      expect(await other.withLock('busy:2', fn, { onBusy: 'fail-fast', fallback: () => 42 })).toBe(42);
-      expect(await other.withLock('busy:2', fn, { onBusy: 'fail-fast' })).toBeUndefined();
-      expect(fn).not.toHaveBeenCalled();
-      await lock.release();
-    });
-
-    it("a module-wide 'fail-fast' default makes acquire() throw rather than return an untyped null", async () => {
-      const holder = await suite.pool.make();
-      const other = await suite.pool.make({ onBusy: 'fail-fast' });
-      const lock = await holder.acquire('busy:3');
-      await expect(other.acquire('busy:3')).rejects.toBeInstanceOf(LockBusyError);
-      expect(await other.withLock('busy:3', () => 'ran')).toBeUndefined();
-      await lock.release();
-    });
-
-    it("'retry' waits for the release and gets the lock within milliseconds of it", async () => {
-      const holder = await suite.pool.make();
-      const waiter = await suite.pool.make();
-      const lock = await holder.acquire('busy:4');
-      let releasedAt = 0;
-      setTimeout(() => {
-        releasedAt = performance.now();
-        void lock.release();
-      }, 300);
-      const next = await waiter.acquire('busy:4', { waitTimeout: 3_000 });
-      const handoff = performance.now() - releasedAt;
-      expect(releasedAt).toBeGreaterThan(0);
-      expect(handoff).toBeLessThan(100);
-      expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
-      await next.release();
-    });
 
     it('a release hands the lock to the queued waiter: the waiter enters without another round trip', async () => {
       const holder = await suite.pool.make();
@@ -147,28 +94,6 @@ describe('LockService: busy policies and handover', () => {
       expect(next.isHeld()).toBe(true);
       expect(await suite.client.pttl('test:{busy:7}')).toBeGreaterThan(4_000);
       expect(await next.release()).toBe(true);
-    });
-
-    it("'retry' gives up after waitTimeout with LockTimeoutError and leaves the queue", async () => {
-      const holder = await suite.pool.make();
-      const waiter = await suite.pool.make();
-      const lock = await holder.acquire('busy:5');
-      const started = performance.now();
-      const error = await waiter.acquire('busy:5', { waitTimeout: 400 }).catch((e) => e);
-      const waited = performance.now() - started;
-      expect(error).toBeInstanceOf(LockTimeoutError);
-      expect(error.waitedMs).toBeGreaterThanOrEqual(390);
-      expect(error.attempts).toBeGreaterThanOrEqual(2);
-      expect(waited).toBeGreaterThanOrEqual(390);
-      expect(waited).toBeLessThan(1_000);
-      await sleep(50);
-      expect(await suite.client.llen('test:{busy:5}:q')).toBe(0);
-      // The waiter's clean-up took only its own place: the holder still holds, and its release finds
-      // its own token and frees the key (nothing was handed to the waiter that gave up).
-      expect(await suite.client.get('test:{busy:5}')).toBe(lock.token);
-      expect(lock.isHeld()).toBe(true);
-      expect(await lock.release()).toBe(true);
-      expect(await suite.client.exists('test:{busy:5}')).toBe(0);
     });
   });
 

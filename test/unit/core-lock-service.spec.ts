@@ -61,16 +61,6 @@ describe('LockService against a real redis-server: acquire, release, validation'
       expect(await suite.client.get('test:{order:4}')).toBe('someone-else');
     });
 
-    it('a lone lock is kept alive by the watchdog well past its ttl', async () => {
-      const locks = await suite.pool.make({ ttl: 300 });
-      const lock = await locks.acquire('order:6');
-      await sleep(1_000);
-      expect(lock.isHeld()).toBe(true);
-      expect(await suite.client.pttl('test:{order:6}')).toBeGreaterThan(0);
-      expect(locks.getStats().renewals).toBeGreaterThanOrEqual(3);
-      await lock.release();
-    });
-
     it('Symbol.asyncDispose releases', async () => {
       const locks = await suite.pool.make();
       {

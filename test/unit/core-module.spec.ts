@@ -3,6 +3,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
+import type { RedisLockStore } from '../../lib/redis/redis-lock-store';
 import { DistributedLockModule, LockLostError, LockOptionsError, LockService, LockServiceClosedError } from '../../lib';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
 
@@ -121,7 +122,7 @@ describe('DistributedLockModule', () => {
     const lock = await locks.acquire('module:4');
     lock.signal.addEventListener('abort', () => void lock.release());
     await locks.close();
-    expect((locks.engine.store.client as Redis).status).toBe('end');
+    expect(((locks.engine.store as RedisLockStore).client as Redis).status).toBe('end');
     const probe = redis.client();
     expect(await probe.exists('lock:{module:4}')).toBe(0);
     expect(lock.isHeld()).toBe(false);

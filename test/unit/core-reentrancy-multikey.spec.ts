@@ -1,77 +1,11 @@
-import { LockBusyError, LockService, LockTimeoutError, currentLock } from '../../lib';
+import { LockTimeoutError } from '../../lib';
 import { pollUntil, redisSuite, sleep } from './core-helpers';
 
-describe('LockService: reentrancy, context and multi-key locks', () => {
+/** Redis-side multi-key behaviour; the store-agnostic reentrancy and multi-key cases are in test/shared/lock-behaviour.suite.ts. */
+describe('LockService: multi-key locks on Redis', () => {
   const suite = redisSuite();
 
-  describe('reentrancy and context', () => {
-    it('a nested acquisition of a held key does not deadlock and its release does not free the outer lock', async () => {
-      const locks = await suite.pool.make();
-      const result = await locks.withLock('re:1', async (outer) => {
-        expect(currentLock()).toBe(outer);
-        const inner = await locks.acquire('re:1', { onBusy: 'throw' });
-        expect(inner.fencingToken).toBe(outer.fencingToken);
-        expect(await inner.release()).toBe(true);
-        expect(outer.isHeld()).toBe(true);
-        expect(await suite.client.get('test:{re:1}')).toBe(outer.token);
-        return locks.withLock(['re:1', 're:2'], async (both) => {
-          expect(currentLock()).toBe(both);
-          return both.keys;
-        });
-      });
-      expect(result).toEqual(['re:1', 're:2']);
-      expect(currentLock()).toBeUndefined();
-      expect(await suite.client.exists('test:{re:1}', 'test:{re:2}')).toBe(0);
-    });
-
-    it('the lock context does not leak into concurrent unrelated work', async () => {
-      const locks = await suite.pool.make();
-      let seenOutside: unknown = 'unset';
-      let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
-      const held = locks.withLock('re:3', () => gate);
-      await sleep(20);
-      seenOutside = currentLock();
-      const other = await locks.acquire('re:3', { onBusy: 'fail-fast' });
-      release();
-      await held;
-      expect(seenOutside).toBeUndefined();
-      expect(other).toBeNull();
-    });
-  });
-
   describe('multi-key locks', () => {
-    it('are all-or-nothing: a busy second key leaves the first one free', async () => {
-      const holder = await suite.pool.make();
-      const other = await suite.pool.make();
-      const b = await holder.acquire('acct:b');
-      await expect(other.acquire(['acct:a', 'acct:b'], { onBusy: 'throw' })).rejects.toBeInstanceOf(LockBusyError);
-      expect(await suite.client.exists('test:{acct:a}')).toBe(0);
-      await b.release();
-      const both = await other.acquire(['acct:b', 'acct:a', 'acct:b']);
-      expect(both.keys).toEqual(['acct:a', 'acct:b']);
-      expect([...both.fencingTokens.keys()]).toEqual(['acct:a', 'acct:b']);
-      expect(await both.release()).toBe(true);
-    });
-
-    it("take keys in one canonical order, so ['a','b'] and ['b','a'] never deadlock", async () => {
-      const one = await suite.pool.make({ waitTimeout: 5_000 });
-      const two = await suite.pool.make({ waitTimeout: 5_000 });
-      let inside = 0;
-      let overlaps = 0;
-      const run = async (svc: LockService, keys: string[]) => {
-        for (let i = 0; i < 40; i++) {
-          await svc.withLock(keys, async () => {
-            if (++inside > 1) overlaps++;
-            await sleep(1);
-            inside--;
-          });
-        }
-      };
-      await Promise.all([run(one, ['x:a', 'x:b']), run(two, ['x:b', 'x:a'])]);
-      expect(overlaps).toBe(0);
-    });
-
     /** The token of the one waiter queued on `key` (the multi-key lock's owner token), once it is there. */
     const queuedToken = async (key: string): Promise<string> => {
       expect(await pollUntil(async () => (await suite.client.llen(`test:{${key}}:q`)) === 1, 1_000, 2)).toBe(true);

@@ -64,7 +64,12 @@ describe('lib/ import graph', () => {
   it('sees the folders and their imports (the check below has something to check)', () => {
     const edges = folderEdges();
     expect([...edges.keys()].sort()).toEqual(expect.arrayContaining(['(root)', 'core', 'locked', 'options', 'redis']));
-    expect(edges.get('core')?.has('redis')).toBe(true);
+    expect(edges.get('redis')?.has('core')).toBe(true);
+    expect(edges.get('locked')?.has('core')).toBe(true);
+  });
+
+  it('keeps the engine free of Redis: core/ runs on any backend (lib/redis, lib/testing)', () => {
+    expect([...(folderEdges().get('core')?.keys() ?? [])].sort()).not.toContain('redis');
   });
 
   it('has no cycle between folders, type-only imports included', () => {

@@ -5,6 +5,7 @@
  */
 import type { Socket } from 'node:net';
 import type Redis from 'ioredis';
+import type { RedisLockStore } from '../../lib/redis/redis-lock-store';
 import { LockService } from '../../lib';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
 import { ServicePool } from './core-helpers';
@@ -18,7 +19,7 @@ interface WriteCount {
 
 /** Counts what reaches the socket from now on; the returned function stops counting. */
 function countWrites(service: LockService): { counted: WriteCount; stop: () => void } {
-  const socket = (service.engine.store.client as Redis).stream as Socket & {
+  const socket = ((service.engine.store as RedisLockStore).client as Redis).stream as Socket & {
     _write: (...args: unknown[]) => unknown;
     _writev: (chunks: unknown[], cb: unknown) => unknown;
   };

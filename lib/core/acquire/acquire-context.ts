@@ -1,11 +1,12 @@
 import { LockServiceClosedError } from '../../errors/lock-service-closed.error';
-import type { LockRedisKeys } from '../../redis/lock-redis-keys';
-import type { RedisLockStore } from '../../redis/redis-lock-store';
-import type { WakeChannel } from '../../redis/wake-channel';
+import type { HandoverChannel } from '../handover-channel';
+import type { LockKeys, LockStore } from '../lock-store';
 
 export interface AcquireContext {
-  store: RedisLockStore;
-  wakeChannel: WakeChannel;
+  store: LockStore;
+  wakeChannel: HandoverChannel;
+  /** A handed-over lock counts only once the store confirmed it (Redis `replicaAcks`). */
+  confirmsHandovers: boolean;
   waiterLease: number;
   /** Aborts when the service shuts down: every waiter stops at once. */
   shutdown: AbortSignal;
@@ -22,9 +23,9 @@ export interface AcquireTally {
 }
 
 /** Fire-and-forget, owner-checked clean-up; failures only mean the queue entry or lease lapse by themselves. */
-export function abandonQuietly(ctx: AcquireContext, keys: LockRedisKeys, token: string): void {
+export function abandonQuietly(ctx: AcquireContext, keys: LockKeys, token: string): void {
   ctx.store.abandonQuietly(keys, token);
 }
 
 /** The error of a wait (or attempt) that close() ended. */
-export const shuttingDown = (keys: LockRedisKeys) => new LockServiceClosedError(keys.key, 'the wait was ended by close()');
+export const shuttingDown = (keys: LockKeys) => new LockServiceClosedError(keys.key, 'the wait was ended by close()');

@@ -1,6 +1,6 @@
 import { LockBusyError } from '../../errors/lock-busy.error';
 import type { ResolvedLockOptions } from '../../options/resolve-options';
-import type { LockRedisKeys } from '../../redis/lock-redis-keys';
+import type { LockKeys } from '../lock-store';
 import { monotonicNow } from '../../time/clock';
 import type { Lease } from '../lease';
 import { AcquireContext, AcquireTally, abandonQuietly, shuttingDown } from './acquire-context';
@@ -28,7 +28,7 @@ export type { AcquireContext, AcquireTally } from './acquire-context';
  */
 export function acquireOneKey(
   ctx: AcquireContext,
-  keys: LockRedisKeys,
+  keys: LockKeys,
   token: string,
   options: ResolvedLockOptions,
   waitUntil: number,

@@ -1,4 +1,4 @@
-import type { Handover, WakeChannel } from '../../redis/wake-channel';
+import type { Handover, HandoverChannel } from '../handover-channel';
 
 /** Hears the handover of one key (`lockName`) to `token` (a message on the service's wake channel), from construction to `stop()`. */
 export class HandoverListener {
@@ -7,7 +7,7 @@ export class HandoverListener {
   wake?: () => void;
   private readonly unregister: () => void;
 
-  constructor(channel: WakeChannel, token: string, lockName: string) {
+  constructor(channel: HandoverChannel, token: string, lockName: string) {
     this.unregister = channel.register(token, lockName, (handover) => {
       this.handover = handover;
       this.wake?.();

@@ -1,18 +1,17 @@
 import { LockConnectionError } from '../../errors/lock-connection.error';
 import { LockStateError } from '../../errors/lock-state.error';
-import type { LockRedisKeys } from '../../redis/lock-redis-keys';
-import { isFencingToken } from '../../redis/lock-state';
-import type { AcquireReply } from '../../redis/redis-lock-store';
-import type { Handover } from '../../redis/wake-channel';
+import { isFencingToken } from '../fencing-token';
+import type { Handover } from '../handover-channel';
+import type { AcquireReply, LockKeys } from '../lock-store';
 import { monotonicNow } from '../../time/clock';
 import { Lease, newLease } from '../lease';
 import { AcquireContext, abandonQuietly } from './acquire-context';
 
 /**
  * With `replicaAcks`: a lock handed over by a release counts only once replicas confirmed it (see
- * RedisLockStore.confirmHandover); the confirming renewal restarts the lease at `ttl`.
+ * LockStore.confirmHandover); the confirming renewal restarts the lease at `ttl`.
  */
-export async function confirmedHandover(ctx: AcquireContext, keys: LockRedisKeys, token: string, fence: number, ttl: number): Promise<Lease> {
+export async function confirmedHandover(ctx: AcquireContext, keys: LockKeys, token: string, fence: number, ttl: number): Promise<Lease> {
   const sentAt = monotonicNow();
   let ours: boolean;
   try {
@@ -30,7 +29,7 @@ export async function confirmedHandover(ctx: AcquireContext, keys: LockRedisKeys
 /** The lease an attempt that took the lock was granted; gives the lock back and throws when it cannot be used. */
 export function grantedLease(
   ctx: AcquireContext,
-  keys: LockRedisKeys,
+  keys: LockKeys,
   token: string,
   ttl: number,
   reply: Extract<AcquireReply, { acquired: true }>,
@@ -45,7 +44,7 @@ export function grantedLease(
  * must be a positive exact integer; anything else means the key's state is corrupt, and a lock with
  * a token that may not increase is given back rather than used.
  */
-export function assertFence(ctx: AcquireContext, keys: LockRedisKeys, token: string, fence: number): void {
+export function assertFence(ctx: AcquireContext, keys: LockKeys, token: string, fence: number): void {
   if (isFencingToken(fence)) return;
   abandonQuietly(ctx, keys, token);
   throw new LockStateError(
@@ -67,7 +66,7 @@ export function handedOverFor(ctx: AcquireContext, handover: Handover): number {
 }
 
 /** A lease whose validity already ran out (Redis answered too late) counts as failed and is given back. */
-export function validLease(ctx: AcquireContext, keys: LockRedisKeys, token: string, lease: Lease, since: number): Lease {
+export function validLease(ctx: AcquireContext, keys: LockKeys, token: string, lease: Lease, since: number): Lease {
   if (monotonicNow() < lease.deadline) return lease;
   abandonQuietly(ctx, keys, token);
   throw new LockConnectionError(

@@ -1,7 +1,6 @@
 import { LockTimeoutError } from '../../errors/lock-timeout.error';
 import type { ResolvedLockOptions } from '../../options/resolve-options';
-import type { LockRedisKeys } from '../../redis/lock-redis-keys';
-import type { AcquireReply } from '../../redis/redis-lock-store';
+import type { AcquireReply, LockKeys } from '../lock-store';
 import { monotonicNow } from '../../time/clock';
 import { Lease, newLease } from '../lease';
 import { interruptibleDelay } from '../../time/sleep';
@@ -22,7 +21,7 @@ export interface FirstBusyAttempt {
 /** After a busy first attempt: waits in the queue, woken by the handover or a safety-net timer, until taken or timed out. */
 export async function waitForTurn(
   ctx: AcquireContext,
-  keys: LockRedisKeys,
+  keys: LockKeys,
   token: string,
   options: ResolvedLockOptions,
   waitUntil: number,
@@ -67,7 +66,7 @@ export async function waitForTurn(
       if (handover) {
         queued = false;
         assertFence(ctx, keys, token, handover.fence);
-        if (ctx.store.replicaAcks) return await confirmedHandover(ctx, keys, token, handover.fence, options.ttl);
+        if (ctx.confirmsHandovers) return await confirmedHandover(ctx, keys, token, handover.fence, options.ttl);
         return validLease(
           ctx,
           keys,

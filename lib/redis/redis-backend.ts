@@ -1,0 +1,84 @@
+import type { LockBackend, LockBackendContext, LockBackendFactory } from '../core/lock-backend';
+import { LockOptionsError } from '../errors/lock-options.error';
+import type { DistributedLockModuleOptions } from '../options/distributed-lock-module-options.interface';
+import type { ResolvedModuleOptions } from '../options/resolve-options';
+import { reportConnectionHealth } from './connection-health';
+import { ConnectionState } from './connection-state';
+import { RedisConnection, closeConnection, connectTimeoutFor, createRedisConnection, isClusterClient, waitUntilReady } from './redis-connection';
+import { RedisLockStore } from './redis-lock-store';
+import { ReplicaAcks } from './replica-acks';
+import { WakeChannel } from './wake-channel';
+
+/** The production backend: one Redis connection (the user's, or one the module owns), its store and its wake channel. */
+export const redisBackend: LockBackendFactory = (context) => new RedisBackend(context);
+
+class RedisBackend implements LockBackend {
+  readonly store: RedisLockStore;
+  readonly wakeChannel: WakeChannel;
+  readonly confirmsHandovers: boolean;
+  private readonly connection: RedisConnection;
+  private readonly connectionState: ConnectionState;
+
+  constructor(private readonly context: LockBackendContext) {
+    const { options, settings, serviceId, logger, shutdown } = context;
+    assertRedisOptions(options, settings);
+    this.connection = createRedisConnection(options.redis, settings.commandTimeout);
+    const { client, owned } = this.connection;
+    this.connectionState = new ConnectionState(client, owned);
+    if (owned) reportConnectionHealth(client, this.connectionState, logger, shutdown);
+    const { keyPrefix, commandTimeout, waiterLease, replicaAcks, replicaAckTimeout } = settings;
+    const acks = replicaAcks > 0 ? new ReplicaAcks(replicaAcks, replicaAckTimeout) : undefined;
+    this.confirmsHandovers = acks !== undefined;
+    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease, acks, this.connectionState);
+    this.wakeChannel = new WakeChannel(client, this.store.channelPrefix + serviceId, commandTimeout, logger);
+  }
+
+  /**
+   * Startup: with `requireRedisAtStartup`, waits up to `startupTimeout` for the first connection and
+   * rejects when none comes (the engine then closes). Without it, startup goes on at once: each call
+   * waits for the first connection within its own `commandTimeout`.
+   */
+  async ready(): Promise<void> {
+    const { requireRedisAtStartup, startupTimeout, commandTimeout } = this.context.settings;
+    const { client, owned } = this.connection;
+    if (!requireRedisAtStartup) {
+      if (!owned && client.status !== 'wait') void this.reportIfNeverReady(connectTimeoutFor(commandTimeout));
+      return;
+    }
+    // A client of the user's made with lazyConnect connects on its first command; startup is that moment.
+    if (client.status === 'wait') client.connect().catch(() => undefined);
+    if (await waitUntilReady(client, startupTimeout)) return;
+    throw this.connectionState.notReachableAtStartup(startupTimeout);
+  }
+
+  /** A connection we own logs its failed attempts itself (connection-health.ts); a user's client gets this one line. */
+  private async reportIfNeverReady(waitMs: number): Promise<void> {
+    if (await waitUntilReady(this.connection.client, waitMs)) return;
+    if (this.context.shutdown.aborted) return;
+    this.context.logger.error(
+      `${this.connectionState.target} is not reachable: no connection within ${waitMs} ms of startup. ` +
+        `Lock calls fail with LockConnectionError until it is; check the redis option and that the server is running.`,
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.wakeChannel.close();
+    if (this.connection.owned) await closeConnection(this.connection.client, this.context.settings.shutdownTimeout);
+  }
+}
+
+/**
+ * The options only a Redis backend reads. WAIT confirms the writes of one connection to one primary's
+ * replicas: a Cluster client spreads locks over several primaries (not supported).
+ */
+function assertRedisOptions(options: DistributedLockModuleOptions, settings: ResolvedModuleOptions): void {
+  if (options.redis === undefined || options.redis === null || options.redis === '') {
+    throw new LockOptionsError('redis', "missing: pass a URL ('redis://127.0.0.1:6379'), ioredis options, or a Redis/Cluster instance.");
+  }
+  if (settings.replicaAcks > 0 && isClusterClient(options.redis)) {
+    throw new LockOptionsError(
+      'replicaAcks',
+      'is not supported with a Redis Cluster client; use a single primary with replicas (e.g. under Sentinel), or leave it 0.',
+    );
+  }
+}

@@ -1,0 +1,22 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { LOCK_BACKEND } from '../core/lock-backend';
+import { LOCK_MODULE_EXPORTS, LOCK_MODULE_PROVIDERS } from '../lock-module-providers';
+import { DistributedLockTestingConfigurableModule } from './distributed-lock-testing.module-definition';
+import { LockTestingController } from './lock-testing.controller';
+
+/**
+ * Drop-in for `DistributedLockModule` in tests: the same `LockService`, `@Locked` and HTTP error
+ * mapping, on an in-memory store with the same semantics, so no Redis is needed. Also provides
+ * `LockTestingController` to make keys busy or locks lost.
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    LockTestingController,
+    { provide: LOCK_BACKEND, useFactory: (testing: LockTestingController) => testing.backend, inject: [LockTestingController] },
+    ...LOCK_MODULE_PROVIDERS,
+  ],
+  exports: [...LOCK_MODULE_EXPORTS, LockTestingController],
+})
+export class DistributedLockTestingModule extends DistributedLockTestingConfigurableModule {}

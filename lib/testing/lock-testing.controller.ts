@@ -1,0 +1,98 @@
+import { Injectable } from '@nestjs/common';
+import { monotonicNow } from '../time/clock';
+import { DistributedLockError } from '../errors/distributed-lock.error';
+import { normalizeKeys } from '../keys/normalize-keys';
+import { LockService } from '../lock.service';
+import type { DistributedLockModuleOptions } from '../options/distributed-lock-module-options.interface';
+import { MAX_TIMER_MS } from '../options/limits';
+import { assertTtl } from '../options/validate-options';
+import { memoryBackend } from './memory-backend';
+import { MemoryLockSpace } from './memory-lock-space';
+import type { DistributedLockTestingModuleOptions } from './distributed-lock-testing-module-options.interface';
+
+/** A key held by "someone else" (another instance of the service, say), made by `LockTestingController.hold`. */
+export interface HeldElsewhere {
+  readonly key: string;
+  readonly fencingToken: number;
+  /** Lets go of the key; the first waiter gets it at once, as from any release. False when the hold had already lapsed or been expired. */
+  release(): boolean;
+}
+
+let holds = 0;
+
+/**
+ * The in-memory lock store of one `DistributedLockTestingModule`, and the levers a test needs that
+ * real code never pulls: make a key busy (`hold`), make a held lock lost (`expire`), look inside
+ * (`isLocked`, `waiting`). Every LockService of the module (and each one `createService` makes)
+ * shares these locks, as instances of a service share one Redis.
+ */
+@Injectable()
+export class LockTestingController {
+  private readonly space = new MemoryLockSpace();
+  /** @internal The backend of every LockService on these locks. */
+  readonly backend = memoryBackend(this.space);
+
+  /**
+   * A LockService on these locks, outside Nest (or a second "instance" of the application next to the
+   * module's). Close it when the test ends: `await service.close()`.
+   */
+  createService(options: DistributedLockTestingModuleOptions = {}): LockService {
+    return new LockService(options as DistributedLockModuleOptions, this.backend);
+  }
+
+  /**
+   * Makes `key` busy, held by someone outside the application, for `ttl` ms (default: until
+   * `release()`): `'throw'` calls get `LockBusyError`, `'fail-fast'` their fallback, `'retry'` calls
+   * queue (FIFO) and get it on `release()`, or when the ttl runs out, or time out.
+   * Throws if `key` is already held.
+   */
+  hold(key: string, options: { ttl?: number } = {}): HeldElsewhere {
+    const [k] = normalizeKeys(key);
+    const ttl = options.ttl === undefined ? MAX_TIMER_MS : assertTtl('hold(key, { ttl })', options.ttl);
+    const now = monotonicNow();
+    const state = this.space.stateOf(k, now);
+    if (state.holder) {
+      throw new DistributedLockError(
+        `hold("${k}"): the key is already held (by the application or an earlier hold()). Release or expire() it first.`,
+      );
+    }
+    const token = `elsewhere.${ttl}.${++holds}`;
+    state.holder = { token, expiresAt: now + ttl };
+    const fencingToken = this.space.nextFence(state, now);
+    return { key: k, fencingToken, release: () => this.takeAway(k, token) };
+  }
+
+  /**
+   * Makes whoever holds `key` lose it now, as if its lease had run out unrenewed (a paused process, a
+   * Redis failover): the key goes to the first waiter at once (or is free), and the holder finds out
+   * the way it would in production: its watchdog's next renewal (within a third of its ttl) aborts
+   * `lock.signal` with `LockLostError`; its `release()` resolves false. Returns whether `key` was held.
+   */
+  expire(key: string): boolean {
+    const [k] = normalizeKeys(key);
+    return this.takeAway(k, undefined);
+  }
+
+  /** Whether anyone (the application or a `hold`) holds `key` now. */
+  isLocked(key: string): boolean {
+    const [k] = normalizeKeys(key);
+    return this.space.stateOf(k, monotonicNow()).holder !== undefined;
+  }
+
+  /** How many calls are queued for `key` (places not lapsed): lets a test wait until a waiter is in line. */
+  waiting(key: string): number {
+    const [k] = normalizeKeys(key);
+    const now = monotonicNow();
+    const state = this.space.stateOf(k, now);
+    return state.queue.filter((t) => state.placeUntil(t) > now).length;
+  }
+
+  /** Ends the hold of `token` (any holder when undefined) and passes the key on, as RELEASE_SCRIPT does. */
+  private takeAway(key: string, token: string | undefined): boolean {
+    const now = monotonicNow();
+    const state = this.space.stateOf(key, now);
+    if (!state.holder || (token !== undefined && state.holder.token !== token)) return false;
+    if (this.space.grantNextWaiter(key, state, now) !== 'granted') state.holder = undefined;
+    return true;
+  }
+}

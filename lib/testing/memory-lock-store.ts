@@ -1,0 +1,133 @@
+import { monotonicNow } from '../time/clock';
+import type { AcquireReply, LockKeys, LockStore, ReleaseOutcome, RenewRequest } from '../core/lock-store';
+import type { MemoryKeyState } from './memory-key-state';
+import type { MemoryLockSpace } from './memory-lock-space';
+
+/** Free, but promised to a live waiter ahead (the busy reply's holder ttl, as on Redis). */
+const PROMISED_TO_WAITER_AHEAD = -1;
+
+/**
+ * The LockStore of the testing module: each method does in one synchronous step what the Redis
+ * store's Lua script of the same name does in one atomic call (lib/redis/scripts), with the same
+ * replies, so the engine above it behaves exactly as on Redis. Keys are the user's keys as given.
+ */
+export class MemoryLockStore implements LockStore {
+  constructor(
+    private readonly space: MemoryLockSpace,
+    private readonly waiterLease: number,
+  ) {}
+
+  keysFor(key: string): LockKeys {
+    return { key, lock: key, fence: key };
+  }
+
+  /** ACQUIRE_SCRIPT. */
+  acquire(keys: LockKeys, token: string, ttl: number, joinQueue: boolean, retry: boolean): Promise<AcquireReply> {
+    const now = monotonicNow();
+    const state = this.space.stateOf(keys.lock, now);
+    const lastFence = state.lastFence;
+    let head: string | undefined = state.queue[0];
+    // The lock is ours now: leave the queue if we were its head, hand out the next fencing token.
+    const tookIt = (): Promise<AcquireReply> => {
+      state.holder = { token, expiresAt: now + ttl };
+      if (head !== undefined) {
+        state.queue.shift();
+        state.places.delete(token);
+      }
+      return Promise.resolve({ acquired: true, fence: this.space.nextFence(state, now), validFor: ttl });
+    };
+    // Nobody queued before us: take it if it is free.
+    if ((head === undefined || head === token) && !state.holder) return tookIt();
+    if (joinQueue && retry && state.holder?.token === token) {
+      // Handed to us by a release whose message we have not read yet.
+      const left = Math.floor(state.holder.expiresAt - now);
+      if (left > 0) state.holder.expiresAt = now + left;
+      return Promise.resolve({ acquired: true, fence: lastFence, validFor: left });
+    }
+    let holderTtl = PROMISED_TO_WAITER_AHEAD;
+    if (state.holder) {
+      holderTtl = Math.ceil(state.holder.expiresAt - now);
+    } else {
+      // Free, but promised to a waiter ahead of us: unless its place lapsed.
+      head = dropStaleHeads(state, token, now);
+      if (head === undefined || head === token) return tookIt();
+    }
+    if (!joinQueue) return Promise.resolve({ acquired: false, holderTtl, position: -1, lastFence });
+    if (!state.places.has(token)) state.queue.push(token);
+    state.places.set(token, now + this.waiterLease);
+    state.queueUntil = now + this.waiterLease * 2;
+    return Promise.resolve({ acquired: false, holderTtl, position: head === undefined || head === token ? 0 : 1, lastFence });
+  }
+
+  /** RENEW_SCRIPT: no replicas to wait for. */
+  confirmHandover(keys: LockKeys, token: string, ttl: number): Promise<boolean> {
+    return Promise.resolve(this.renew(keys, token, ttl));
+  }
+
+  /** RELEASE_SCRIPT. */
+  release(keys: LockKeys, token: string): Promise<ReleaseOutcome> {
+    const now = monotonicNow();
+    const state = this.space.stateOf(keys.lock, now);
+    if (state.holder?.token !== token) return Promise.resolve('not-owner');
+    if (this.space.grantNextWaiter(keys.lock, state, now) === 'granted') return Promise.resolve('handed-over');
+    state.holder = undefined;
+    return Promise.resolve('freed');
+  }
+
+  extend(keys: LockKeys, token: string, ttl: number): Promise<boolean> {
+    return Promise.resolve(this.renew(keys, token, ttl));
+  }
+
+  shorten(keys: LockKeys, token: string, ttl: number): Promise<boolean> {
+    return Promise.resolve(this.renew(keys, token, ttl));
+  }
+
+  /** ABANDON_SCRIPT: leave the queue; a lock that is ours, or free, goes to the next live waiter. */
+  abandon(keys: LockKeys, token: string): Promise<void> {
+    const now = monotonicNow();
+    const state = this.space.stateOf(keys.lock, now);
+    state.leaveQueue(token);
+    const holder = state.holder?.token;
+    if (holder !== undefined && holder !== token) return Promise.resolve();
+    const outcome = this.space.grantNextWaiter(keys.lock, state, now);
+    if (holder !== undefined && outcome !== 'granted') state.holder = undefined;
+    return Promise.resolve();
+  }
+
+  abandonQuietly(keys: LockKeys, token: string): void {
+    void this.abandon(keys, token);
+  }
+
+  /** Nothing to reach: the round trip of an in-process store is nil. */
+  ping(): Promise<number> {
+    return Promise.resolve(0);
+  }
+
+  isLocked(keys: LockKeys): Promise<boolean> {
+    return Promise.resolve(this.space.stateOf(keys.lock, monotonicNow()).holder !== undefined);
+  }
+
+  renewMany(requests: readonly RenewRequest[]): Promise<Array<boolean | Error>> {
+    return Promise.resolve(requests.map((r) => this.renew(r.keys, r.token, r.ttl)));
+  }
+
+  /** RENEW_SCRIPT: owner-checked; sets the remaining lease to `ttl`. */
+  private renew(keys: LockKeys, token: string, ttl: number): boolean {
+    const now = monotonicNow();
+    const holder = this.space.stateOf(keys.lock, now).holder;
+    if (holder?.token !== token) return false;
+    holder.expiresAt = now + ttl;
+    return true;
+  }
+}
+
+/** drop_stale_heads: drops queue heads whose place lapsed, stopping at `keep`; returns the new head. */
+function dropStaleHeads(state: MemoryKeyState, keep: string, now: number): string | undefined {
+  let head = state.queue[0];
+  while (head !== undefined && head !== keep && state.placeUntil(head) <= now) {
+    state.queue.shift();
+    state.places.delete(head);
+    head = state.queue[0];
+  }
+  return head;
+}

@@ -1,0 +1,400 @@
+/**
+ * One behaviour suite, run against every store (test/unit/lock-behaviour-*.spec.ts): real Redis
+ * through DistributedLockModule, and memory through DistributedLockTestingModule. What a user sees
+ * of a lock (TTL, FIFO waiting and handover, policies, reentrancy, multi-key order, fencing tokens,
+ * currentLock, @Locked, watchdog, lost locks) is asserted once here, so the stores cannot drift.
+ * Store-specific checks (Redis key layout, scripts, faults) stay in their own specs.
+ */
+import 'reflect-metadata';
+import { DynamicModule, Injectable, INestApplicationContext, Module, Provider } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { DistributedLockModuleOptions, Lock, Locked, LockBusyError, LockLostError, LockService, LockTimeoutError, currentLock } from '../../lib';
+
+export type BehaviourOptions = Partial<DistributedLockModuleOptions>;
+
+/** What the suite needs from a store: applications and services on one set of locks, and two levers on them. */
+export interface LockWorld {
+  /** The lock module of this store, configured with `options`. */
+  lockModule(options: BehaviourOptions): DynamicModule;
+  /** After an application was made: its locks become the ones `service`, `hold`, `expire` and `waiting` act on. */
+  adopt(app: INestApplicationContext): void;
+  /** A LockService on the world's locks (another instance of the service); closed after the test. */
+  service(options?: BehaviourOptions): Promise<LockService>;
+  /** `key` held by someone outside the application for `ttl` ms. */
+  hold(key: string, ttl: number): Promise<void>;
+  /** The current holder of `key` loses it, as if its lease had run out. */
+  expire(key: string): Promise<void>;
+  /** Waiters queued on `key`. */
+  waiting(key: string): Promise<number>;
+  /** After each test: closes every service it made, forgets its locks. */
+  reset(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+async function until(check: () => Promise<boolean>, timeoutMs = 2_000): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await check())) {
+    if (performance.now() > deadline) return false;
+    await sleep(2);
+  }
+  return true;
+}
+
+const ran: string[] = [];
+
+@Injectable()
+class Accounts {
+  /** Each call's start and end, to see whether two calls overlapped. */
+  readonly sections: Array<{ id: string; start: number; end: number; key?: string }> = [];
+
+  @Locked('acct:<0>')
+  async debit(id: string, ms: number) {
+    const start = performance.now();
+    const key = currentLock()?.key;
+    await sleep(ms);
+    this.sections.push({ id, start, end: performance.now(), key });
+  }
+
+  @Locked('acct:<0>')
+  async nested(id: string) {
+    const outer = currentLock()!;
+    const inner = await this.touch(id);
+    return { outerKey: outer.key, outerFence: outer.fencingToken, inner };
+  }
+
+  @Locked('acct:<0>', { onBusy: 'throw' })
+  async touch(_id: string) {
+    const lock = currentLock()!;
+    return { key: lock.key, fence: lock.fencingToken };
+  }
+
+  @Locked('job:<0>', {
+    onBusy: 'fail-fast',
+    fallback(this: Accounts, id: string) {
+      return `skipped ${id} on ${this.constructor.name}`;
+    },
+  })
+  async job(id: string) {
+    ran.push(id);
+    return `ran ${id}`;
+  }
+}
+
+export function describeLockBehaviour(name: string, makeWorld: () => LockWorld): void {
+  describe(`lock behaviour: ${name}`, () => {
+    const world = makeWorld();
+    const apps: INestApplicationContext[] = [];
+
+    afterEach(async () => {
+      await Promise.all(apps.splice(0).map((a) => a.close()));
+      await world.reset();
+      ran.length = 0;
+    });
+
+    async function appWith(providers: Provider[], options: BehaviourOptions = {}): Promise<INestApplicationContext> {
+      @Module({ imports: [world.lockModule(options)], providers })
+      class AppModule {}
+      const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+      moduleRef.useLogger(false);
+      const app = await moduleRef.init();
+      apps.push(app);
+      world.adopt(app);
+      return app;
+    }
+
+    describe('TTL, busy policies, waiting', () => {
+      it('a lease that runs out unrenewed lets the next caller in; the old holder finds out', async () => {
+        const a = await world.service({ ttl: 200, watchdog: false });
+        const b = await world.service();
+        const first = await a.acquire('ttl:1');
+        const started = performance.now();
+        const second = await b.acquire('ttl:1', { waitTimeout: 3_000 });
+        expect(performance.now() - started).toBeGreaterThanOrEqual(150);
+        expect(first.isHeld()).toBe(false);
+        expect(await first.release()).toBe(false);
+        expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
+        expect(await second.release()).toBe(true);
+      });
+
+      it('a key held elsewhere for a while: a waiting call gets it once that lapses', async () => {
+        const locks = await world.service();
+        await world.hold('ttl:2', 300);
+        const started = performance.now();
+        const lock = await locks.acquire('ttl:2', { waitTimeout: 3_000 });
+        const waited = performance.now() - started;
+        expect(waited).toBeGreaterThanOrEqual(250);
+        expect(waited).toBeLessThan(1_500);
+        expect(await lock.release()).toBe(true);
+      });
+
+      it("'throw' rejects at once with LockBusyError naming the key and the holder's remaining lease", async () => {
+        const holder = await world.service({ ttl: 8_000 });
+        const other = await world.service();
+        const lock = await holder.acquire('busy:1');
+        const error = await other.acquire('busy:1', { onBusy: 'throw' }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LockBusyError);
+        expect((error as LockBusyError).key).toBe('busy:1');
+        expect((error as LockBusyError).holderTtl).toBeGreaterThan(7_000);
+        expect((error as LockBusyError).message).toContain('busy:1');
+        await lock.release();
+      });
+
+      it("'fail-fast' resolves null from acquire/tryAcquire and the fallback from withLock, without running fn", async () => {
+        const holder = await world.service();
+        const other = await world.service();
+        const lock = await holder.acquire('busy:2');
+        expect(await other.acquire('busy:2', { onBusy: 'fail-fast' })).toBeNull();
+        expect(await other.tryAcquire('busy:2')).toBeNull();
+        const fn = jest.fn();
+        expect(await other.withLock('busy:2', fn, { onBusy: 'fail-fast', fallback: 'later' })).toBe('later');
+        expect(await other.withLock('busy:2', fn, { onBusy: 'fail-fast', fallback: () => 42 })).toBe(42);
+        expect(await other.withLock('busy:2', fn, { onBusy: 'fail-fast' })).toBeUndefined();
+        expect(fn).not.toHaveBeenCalled();
+        await lock.release();
+      });
+
+      it("a module-wide 'fail-fast' default makes acquire() throw rather than return an untyped null", async () => {
+        const holder = await world.service();
+        const other = await world.service({ onBusy: 'fail-fast' });
+        const lock = await holder.acquire('busy:3');
+        await expect(other.acquire('busy:3')).rejects.toBeInstanceOf(LockBusyError);
+        expect(await other.withLock('busy:3', () => 'ran')).toBeUndefined();
+        await lock.release();
+      });
+
+      it("'retry' gives up after waitTimeout with LockTimeoutError and leaves the queue; the holder keeps the key", async () => {
+        const holder = await world.service();
+        const waiter = await world.service();
+        const lock = await holder.acquire('busy:5');
+        const started = performance.now();
+        const error = await waiter.acquire('busy:5', { waitTimeout: 400 }).catch((e: unknown) => e);
+        const waited = performance.now() - started;
+        expect(error).toBeInstanceOf(LockTimeoutError);
+        expect((error as LockTimeoutError).waitedMs).toBeGreaterThanOrEqual(390);
+        expect((error as LockTimeoutError).attempts).toBeGreaterThanOrEqual(2);
+        expect(waited).toBeLessThan(1_000);
+        expect(await until(async () => (await world.waiting('busy:5')) === 0, 500)).toBe(true);
+        expect(lock.isHeld()).toBe(true);
+        expect(await lock.release()).toBe(true);
+        expect(await holder.isLocked('busy:5')).toBe(false);
+      });
+
+      it("'retry' is handed the lock by the release, within milliseconds, with a higher fencing token", async () => {
+        const holder = await world.service();
+        const waiter = await world.service();
+        const lock = await holder.acquire('busy:4');
+        const next = waiter.acquire('busy:4', { waitTimeout: 3_000 });
+        expect(await until(async () => (await world.waiting('busy:4')) === 1)).toBe(true);
+        await sleep(100);
+        const releasedAt = performance.now();
+        expect(await lock.release()).toBe(true);
+        const got = await next;
+        expect(performance.now() - releasedAt).toBeLessThan(100);
+        expect(got.fencingToken).toBeGreaterThan(lock.fencingToken);
+        expect(got.isHeld()).toBe(true);
+        await got.release();
+      });
+
+      it('5 waiters queued in a known order get the lock in that order, with increasing fencing tokens', async () => {
+        const holder = await world.service();
+        const held = await holder.acquire('fifo');
+        const order: number[] = [];
+        const fences: number[] = [];
+        const waits: Array<Promise<void>> = [];
+        for (let i = 0; i < 5; i++) {
+          const service = await world.service();
+          waits.push(
+            service.acquire('fifo', { waitTimeout: 5_000 }).then(async (lock) => {
+              order.push(i);
+              fences.push(lock.fencingToken);
+              await sleep(10);
+              await lock.release();
+            }),
+          );
+          // Queue the next one only once this one has its place: the order is known, not a race.
+          expect(await until(async () => (await world.waiting('fifo')) === i + 1)).toBe(true);
+        }
+        await held.release();
+        await Promise.all(waits);
+        expect(order).toEqual([0, 1, 2, 3, 4]);
+        for (let i = 1; i < 5; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]);
+        expect(await holder.isLocked('fifo')).toBe(false);
+      });
+    });
+
+    describe('fencing tokens, reentrancy, multi-key', () => {
+      it('fencing tokens strictly increase per key across holders and services', async () => {
+        const a = await world.service();
+        const b = await world.service();
+        const seen: number[] = [];
+        for (let i = 0; i < 50; i++) {
+          const lock = await (i % 2 ? a : b).acquire('fence:1');
+          seen.push(lock.fencingToken);
+          await lock.release();
+        }
+        for (let i = 1; i < seen.length; i++) expect(seen[i]).toBeGreaterThan(seen[i - 1]);
+        expect(Number.isSafeInteger(seen[seen.length - 1])).toBe(true);
+      });
+
+      it('a nested acquisition of a held key does not deadlock and its release does not free the outer lock', async () => {
+        const locks = await world.service();
+        const result = await locks.withLock('re:1', async (outer) => {
+          expect(currentLock()).toBe(outer);
+          const inner = await locks.acquire('re:1', { onBusy: 'throw' });
+          expect(inner.fencingToken).toBe(outer.fencingToken);
+          expect(await inner.release()).toBe(true);
+          expect(outer.isHeld()).toBe(true);
+          expect(await locks.isLocked('re:1')).toBe(true);
+          return locks.withLock(['re:1', 're:2'], async (both) => {
+            expect(currentLock()).toBe(both);
+            return both.keys;
+          });
+        });
+        expect(result).toEqual(['re:1', 're:2']);
+        expect(currentLock()).toBeUndefined();
+        expect(await locks.isLocked('re:1')).toBe(false);
+        expect(await locks.isLocked('re:2')).toBe(false);
+      });
+
+      it('currentLock() is the lock inside withLock and does not leak into concurrent unrelated work', async () => {
+        const locks = await world.service();
+        let release!: () => void;
+        const gate = new Promise<void>((r) => (release = r));
+        let inside: Lock | undefined;
+        const held = locks.withLock('re:3', (lock) => {
+          inside = currentLock();
+          expect(inside).toBe(lock);
+          return gate;
+        });
+        await sleep(20);
+        const seenOutside = currentLock();
+        const other = await locks.acquire('re:3', { onBusy: 'fail-fast' });
+        release();
+        await held;
+        expect(inside).toBeDefined();
+        expect(seenOutside).toBeUndefined();
+        expect(other).toBeNull();
+      });
+
+      it('multi-key locks are all-or-nothing: a busy second key leaves the first one free', async () => {
+        const holder = await world.service();
+        const other = await world.service();
+        const b = await holder.acquire('acct:b');
+        await expect(other.acquire(['acct:a', 'acct:b'], { onBusy: 'throw' })).rejects.toBeInstanceOf(LockBusyError);
+        expect(await until(async () => !(await other.isLocked('acct:a')), 500)).toBe(true);
+        await b.release();
+        const both = await other.acquire(['acct:b', 'acct:a', 'acct:b']);
+        expect(both.keys).toEqual(['acct:a', 'acct:b']);
+        expect([...both.fencingTokens.keys()]).toEqual(['acct:a', 'acct:b']);
+        expect(await both.release()).toBe(true);
+      });
+
+      it("multi-key locks take keys in one canonical order, so ['a','b'] and ['b','a'] never deadlock", async () => {
+        const one = await world.service({ waitTimeout: 5_000 });
+        const two = await world.service({ waitTimeout: 5_000 });
+        let inside = 0;
+        let overlaps = 0;
+        const run = async (svc: LockService, keys: string[]) => {
+          for (let i = 0; i < 40; i++) {
+            await svc.withLock(keys, async () => {
+              if (++inside > 1) overlaps++;
+              await sleep(1);
+              inside--;
+            });
+          }
+        };
+        await Promise.all([run(one, ['x:a', 'x:b']), run(two, ['x:b', 'x:a'])]);
+        expect(overlaps).toBe(0);
+      });
+    });
+
+    describe('held locks: isLocked, extend, watchdog, loss', () => {
+      it('isLocked follows acquire and release', async () => {
+        const locks = await world.service();
+        expect(await locks.isLocked('held:1')).toBe(false);
+        const lock = await locks.acquire('held:1');
+        expect(await locks.isLocked('held:1')).toBe(true);
+        expect(await lock.release()).toBe(true);
+        expect(lock.signal.aborted).toBe(true);
+        expect(await locks.isLocked('held:1')).toBe(false);
+        expect(await lock.release()).toBe(false);
+      });
+
+      it('extend() prolongs the lease past its ttl, and fails with LockLostError once the lock is gone', async () => {
+        const locks = await world.service({ ttl: 300, watchdog: false });
+        const lock = await locks.acquire('held:2');
+        await lock.extend(3_000);
+        await sleep(500);
+        expect(lock.isHeld()).toBe(true);
+        expect(await locks.isLocked('held:2')).toBe(true);
+        await world.expire('held:2');
+        await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+        expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+        expect(await lock.release()).toBe(false);
+      });
+
+      it('the watchdog keeps a lock well past its ttl', async () => {
+        const locks = await world.service({ ttl: 300 });
+        const lock = await locks.acquire('held:3');
+        await sleep(1_000);
+        expect(lock.isHeld()).toBe(true);
+        expect(await locks.isLocked('held:3')).toBe(true);
+        expect(locks.getStats().renewals).toBeGreaterThanOrEqual(3);
+        await expect(world.service().then((s) => s.acquire('held:3', { onBusy: 'throw' }))).rejects.toBeInstanceOf(LockBusyError);
+        expect(await lock.release()).toBe(true);
+      });
+
+      it('a lock lost under running work aborts its signal with LockLostError and calls onLockLost', async () => {
+        const onLockLost = jest.fn();
+        const locks = await world.service({ ttl: 300, onLockLost });
+        const other = await world.service();
+        const outcome = await locks.withLock('held:4', async (lock) => {
+          const aborted = new Promise<unknown>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)));
+          await world.expire('held:4');
+          // Someone else may take it now; the holder hears of the loss at its next renewal (ttl / 3).
+          const taken = await other.acquire('held:4', { waitTimeout: 1_000 });
+          const reason = await aborted;
+          expect(lock.isHeld()).toBe(false);
+          await taken.release();
+          return reason;
+        });
+        expect(outcome).toBeInstanceOf(LockLostError);
+        expect((outcome as LockLostError).key).toBe('held:4');
+        expect(onLockLost).toHaveBeenCalledTimes(1);
+        expect(locks.getStats().lost).toBe(1);
+      });
+    });
+
+    describe('@Locked on a provider', () => {
+      it('same key serialised, another key in parallel, currentLock() inside', async () => {
+        const app = await appWith([Accounts]);
+        const accounts = app.get(Accounts);
+        await Promise.all([accounts.debit('same', 60), accounts.debit('same', 60), accounts.debit('other', 60)]);
+        const same = accounts.sections.filter((s) => s.id === 'same');
+        const [other] = accounts.sections.filter((s) => s.id === 'other');
+        const overlap = (a: { start: number; end: number }, b: { start: number; end: number }) => a.start < b.end && b.start < a.end;
+        expect(same).toHaveLength(2);
+        expect(overlap(same[0], same[1])).toBe(false);
+        expect(overlap(other, same[0]) || overlap(other, same[1])).toBe(true);
+        expect(accounts.sections.map((s) => s.key).sort()).toEqual(['acct:other', 'acct:same', 'acct:same']);
+      });
+
+      it('a nested @Locked on the same key is reentrant: same lock, same fencing token, no deadlock', async () => {
+        const app = await appWith([Accounts]);
+        const result = await app.get(Accounts).nested('1');
+        expect(result.outerKey).toBe('acct:1');
+        expect(result.inner).toEqual({ key: 'acct:1', fence: result.outerFence });
+        expect(await app.get(LockService).isLocked('acct:1')).toBe(false);
+      });
+
+      it('fail-fast on a key held elsewhere resolves to the fallback, computed from this and the arguments', async () => {
+        const app = await appWith([Accounts]);
+        await world.hold('job:7', 5_000);
+        await expect(app.get(Accounts).job('7')).resolves.toBe('skipped 7 on Accounts');
+        await expect(app.get(Accounts).job('8')).resolves.toBe('ran 8');
+        expect(ran).toEqual(['8']);
+      });
+    });
+  });
+}

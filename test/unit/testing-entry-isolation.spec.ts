@@ -1,0 +1,92 @@
+/**
+ * The testing entry point runs without Redis and without ioredis, and the main entry point does not
+ * carry it: checked on the import graph (value imports; `import type` is erased) and at run time,
+ * with ioredis made unloadable.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+// Any attempt to load ioredis in this file's module registry fails the test that made it.
+jest.mock('ioredis', () => {
+  throw new Error('ioredis was loaded');
+});
+
+const LIB = path.resolve(__dirname, '../../lib');
+
+/**
+ * Files reachable from `entry` through value imports (import … from, export … from), relative ones
+ * only; with `lazy`, also through require() calls, which may run later or never.
+ */
+function runtimeGraph(entry: string, lazy: boolean): Set<string> {
+  const seen = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const source = fs.readFileSync(file, 'utf8');
+    const specifiers = [
+      ...[...source.matchAll(/^(?:import|export)\s+(?!type\s)(?:[^'";]*?\sfrom\s+)?'(\.[^']+)'/gm)].map((m) => m[1]),
+      ...(lazy ? [...source.matchAll(/(?<![\w.])require\('(\.[^']+)'\)/g)].map((m) => m[1]) : []),
+    ];
+    for (const specifier of specifiers) {
+      const base = path.resolve(path.dirname(file), specifier);
+      const resolved = [`${base}.ts`, path.join(base, 'index.ts')].find((f) => fs.existsSync(f));
+      if (!resolved) throw new Error(`${path.relative(LIB, file)}: cannot resolve '${specifier}'`);
+      visit(resolved);
+    }
+  };
+  visit(entry);
+  return seen;
+}
+
+const relative = (files: Set<string>) => [...files].map((f) => path.relative(LIB, f));
+
+describe('entry points', () => {
+  const graphOf = (entry: string, lazy: boolean) => relative(runtimeGraph(path.join(LIB, entry), lazy));
+  const inRedis = (files: string[]) => files.filter((f) => f.startsWith(`redis${path.sep}`));
+
+  it('LockService loads lib/redis only through its lazy require of the Redis backend', () => {
+    expect(inRedis(graphOf('lock.service.ts', true))).toContain(path.join('redis', 'redis-connection.ts'));
+    expect(inRedis(graphOf('lock.service.ts', false))).toEqual([]);
+  });
+
+  it('the main entry point does not import lib/testing', () => {
+    const graph = graphOf('index.ts', true);
+    expect(graph.length).toBeGreaterThan(20);
+    expect(graph.filter((f) => f.startsWith(`testing${path.sep}`))).toEqual([]);
+  });
+
+  it('the testing entry point imports nothing from lib/redis', () => {
+    const graph = graphOf(path.join('testing', 'index.ts'), false);
+    expect(graph).toContain(path.join('testing', 'memory-lock-store.ts'));
+    expect(graph).toContain('lock.service.ts');
+    expect(inRedis(graph)).toEqual([]);
+  });
+
+  it('runs locks through the testing module with ioredis unloadable', async () => {
+    await jest.isolateModulesAsync(async () => {
+      await expect(import('ioredis')).rejects.toThrow('ioredis was loaded');
+      const { DistributedLockTestingModule, LockTestingController } = await import('../../lib/testing');
+      const { LockService } = await import('../../lib/lock.service');
+      const { LockBusyError } = await import('../../lib/errors');
+      const { Test } = await import('@nestjs/testing');
+      const moduleRef = await Test.createTestingModule({ imports: [DistributedLockTestingModule.forRoot({ ttl: 1_000 })] }).compile();
+      moduleRef.useLogger(false);
+      const app = await moduleRef.init();
+      try {
+        const locks = app.get(LockService);
+        app.get(LockTestingController).hold('busy', { ttl: 5_000 });
+        await expect(locks.acquire('busy', { onBusy: 'throw' })).rejects.toBeInstanceOf(LockBusyError);
+        expect(await locks.withLock('free', (lock) => lock.fencingToken > 0)).toBe(true);
+      } finally {
+        await app.close();
+      }
+    });
+  });
+
+  it('a LockService made without a backend loads the Redis one (and so fails here, where ioredis is unloadable)', async () => {
+    await jest.isolateModulesAsync(async () => {
+      const { LockService } = await import('../../lib/lock.service');
+      expect(() => new LockService({ redis: 'redis://127.0.0.1:1' })).toThrow('ioredis was loaded');
+    });
+  });
+});
