@@ -1,7 +1,8 @@
 /**
  * Lua shared by the scripts, as `local function`s with explicit inputs and outputs. Every script
- * defines these (LUA_PRELUDE, or FENCE_FUNCTIONS first and QUEUE_FUNCTIONS after its common path), so the rules (what a stale waiter is, who gets the lock next, what a
- * fencing token is) are written once; each script stays one atomic unit on the server.
+ * defines these (LUA_PRELUDE, or FENCE_FUNCTIONS first and QUEUE_FUNCTIONS after its common path),
+ * so the rules (what a stale waiter is, who gets the lock next, what a fencing token is) are written
+ * once; each script stays one atomic unit on the server.
  *
  * Redis does not roll a script back when it fails half-way, so every function that can refuse
  * (a corrupt fencing token) is called before the script writes anything.
