@@ -118,7 +118,7 @@ async function main(): Promise<number> {
   log('(d) locks held at once with automatic renewal');
   log(renderTable(heldTable(results)));
   log('');
-  log('Targets (issue 5)');
+  log('Targets (issue 16)');
   log(renderTable(targetsTable(checks)));
 
   const chartRun = results.contended.find((r) => r.sectionMs === 20) ?? results.contended[0];

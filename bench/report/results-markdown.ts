@@ -43,7 +43,7 @@ export function resultsMarkdown(results: BenchResults, checks: readonly TargetCh
     `- (d) ${config.held.locks} locks on distinct keys held at once by one client with automatic renewal (ours: watchdog; redis-semaphore: its refresh timer; redlock: \`using\`), taken 256 at a time, ttl ${config.held.ttl} ms, held ${config.held.holdMs} ms. The raw floor and the redlock-10ms variant (same extension code as redlock) are not run. Heap after forced GC; event-loop delay from \`perf_hooks.monitorEventLoopDelay\` while held.`,
     '',
   );
-  out.push('## Targets (issue 5)', '', renderTable(targetsTable(checks)), '');
+  out.push('## Targets (issue 16)', '', renderTable(targetsTable(checks)), '');
   out.push('## (a) Sequential uncontended acquire + release', '', renderTable(sequentialTable(results)), '');
   out.push(`## (b) ${config.parallel.inFlight} in flight on distinct keys`, '', renderTable(parallelTable(results)), '');
   results.contended.forEach((run, i) => {

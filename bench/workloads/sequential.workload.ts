@@ -16,6 +16,8 @@ export interface SequentialResult {
   roundTripsPerCycle: number;
   commandsPerCycle: number;
   cpuUsPerCycle: number;
+  /** Redis CPU µs per cycle of each round, in round order (for paired ratios). */
+  cpuUsPerCycleRounds: number[];
   clientCpuUsPerCycle: number;
   client: RoundTripCounts;
   server: ServerDelta;
@@ -46,6 +48,7 @@ export function summarizeSequential(rounds: readonly SequentialRound[]): Sequent
     roundTripsPerCycle: totals.roundTripsPerUnit,
     commandsPerCycle: totals.commandsPerUnit,
     cpuUsPerCycle: totals.cpuUsPerUnit,
+    cpuUsPerCycleRounds: rounds.map((r) => r.server.cpuUs / r.units),
     clientCpuUsPerCycle: totals.clientCpuUsPerUnit,
     client: totals.client,
     server: totals.server,

@@ -1,4 +1,4 @@
-import { LUA_PRELUDE } from './lua-functions';
+import { FENCE_FUNCTIONS, QUEUE_FUNCTIONS } from './lua-functions';
 
 /**
  * One atomic attempt. Takes the lock when it is free and nobody live queued before us (FIFO: a
@@ -19,12 +19,20 @@ import { LUA_PRELUDE } from './lua-functions';
  * the handover's ran after that grant (and found the lock not ours), so the handover is stale.
  */
 export const ACQUIRE_SCRIPT =
-  LUA_PRELUDE +
+  FENCE_FUNCTIONS +
   `
 local token, ttl = ARGV[1], ARGV[2]
 local last_fence = last_fence_of(KEYS[2])
 local head = redis.call('LINDEX', KEYS[3], 0)
 
+-- The common path, before the queue's functions are even defined: nobody queued, and the lock free
+-- (SET NX answers "free?" and takes it in one command).
+if not head and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
+  return {1, next_fence(KEYS[2], last_fence, redis.call('TIME')), tonumber(ttl)}
+end
+` +
+  QUEUE_FUNCTIONS +
+  `
 -- The lock is ours now: leave the queue if we were its head, hand out the next fencing token.
 local function took_it()
   if head then
@@ -34,8 +42,8 @@ local function took_it()
   return {1, next_fence(KEYS[2], last_fence, redis.call('TIME')), tonumber(ttl)}
 end
 
--- Nobody queued before us: take it if it is free (SET NX answers "free?" and takes it in one command).
-if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then return took_it() end
+-- We head the queue: take it if it is free.
+if head == token and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then return took_it() end
 
 if ARGV[4] and redis.call('GET', KEYS[1]) == token then
   -- Handed to us by a release on another connection. Setting the expiry it already has is a write

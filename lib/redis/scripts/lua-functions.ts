@@ -1,7 +1,8 @@
 /**
  * Lua shared by the scripts, as `local function`s with explicit inputs and outputs. Every script
- * starts with this prelude, so the rules (what a stale waiter is, who gets the lock next, what a
- * fencing token is) are written once; each script stays one atomic unit on the server.
+ * defines these (LUA_PRELUDE, or FENCE_FUNCTIONS first and QUEUE_FUNCTIONS after its common path),
+ * so the rules (what a stale waiter is, who gets the lock next, what a fencing token is) are written
+ * once; each script stays one atomic unit on the server.
  *
  * Redis does not roll a script back when it fails half-way, so every function that can refuse
  * (a corrupt fencing token) is called before the script writes anything.
@@ -30,14 +31,13 @@ const MAX_LAST_FENCE = '9007199254740990';
 /** Error replies a script raises on corrupt lock state (see lock-state.ts): `LOCKSTATE <what> <value>`. */
 export const LOCK_STATE_ERROR_PREFIX = 'LOCKSTATE';
 
-export const LUA_PRELUDE = `
-local STALE_WAITERS_PER_CALL = ${STALE_WAITERS_PER_CALL}
-
--- Milliseconds on the server clock: lease math never uses a client clock.
-local function now_ms_of(clock)
-  return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-end
-
+/**
+ * What a fencing token is: the functions the uncontended acquire needs. Scripts define these first
+ * and the queue's (QUEUE_FUNCTIONS) only after their common-path early return: Redis runs a script's
+ * whole body on every call, and defining the queue functions there cost the uncontended cycle about
+ * 7 µs of Redis CPU, a third of its script time (measured, docs/benchmark.md).
+ */
+export const FENCE_FUNCTIONS = `
 -- The key's last fencing token (0 when none). A value that is not a decimal integer below 2^53 was
 -- not written by this library: refuse, before anything is written, rather than hand out a token
 -- that does not increase.
@@ -61,6 +61,16 @@ local function next_fence(fence_key, last, clock)
   if fence <= last then fence = last + 1 end
   redis.call('SET', fence_key, string.format('%.0f', fence), 'PX', ${FENCE_RETENTION_MS})
   return fence
+end
+`;
+
+/** Who waits, for how long, and who gets the lock next: only the contended paths define these. */
+export const QUEUE_FUNCTIONS = `
+local STALE_WAITERS_PER_CALL = ${STALE_WAITERS_PER_CALL}
+
+-- Milliseconds on the server clock: lease math never uses a client clock.
+local function now_ms_of(clock)
+  return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 end
 
 -- Until when (server ms) a queued token keeps its place; 0 when it has none.
@@ -94,8 +104,8 @@ end
 -- token serves every key of a multi-key lock), and its place left lets the waiter count the lease
 -- from the handover rather than from its last refresh.
 -- Returns 'granted', 'empty', or 'purging' (only stale entries seen, and more are queued).
-local function grant_next_waiter(lock, fence_key, queue, waiters, channel_prefix)
-  if redis.call('LLEN', queue) == 0 then return 'empty' end
+-- grant_to_queued is the same for a caller that has just seen the queue is not empty.
+local function grant_to_queued(lock, fence_key, queue, waiters, channel_prefix)
   local last_fence = last_fence_of(fence_key)
   local clock = redis.call('TIME')
   local now_ms = now_ms_of(clock)
@@ -119,4 +129,12 @@ local function grant_next_waiter(lock, fence_key, queue, waiters, channel_prefix
   if redis.call('LLEN', queue) > 0 then return 'purging' end
   return 'empty'
 end
+
+local function grant_next_waiter(lock, fence_key, queue, waiters, channel_prefix)
+  if redis.call('LLEN', queue) == 0 then return 'empty' end
+  return grant_to_queued(lock, fence_key, queue, waiters, channel_prefix)
+end
 `;
+
+/** Every shared function, for the scripts that have no common path to run before the queue's. */
+export const LUA_PRELUDE = FENCE_FUNCTIONS + QUEUE_FUNCTIONS;

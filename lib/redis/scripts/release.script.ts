@@ -10,10 +10,17 @@ import { LUA_PRELUDE } from './lua-functions';
  * only stale waiters seen and more queued (the caller passes it on: PASS_ON_SCRIPT).
  */
 export const RELEASE_SCRIPT =
-  LUA_PRELUDE +
   `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local outcome = grant_next_waiter(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2])
+-- The common path, before any shared function is defined (they cost time on every call).
+if redis.call('LLEN', KEYS[3]) == 0 then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+` +
+  LUA_PRELUDE +
+  `
+local outcome = grant_to_queued(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2])
 if outcome == 'granted' then return 2 end
 redis.call('DEL', KEYS[1])
 if outcome == 'purging' then return 3 end
