@@ -21,10 +21,11 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
 
   constructor(
     @Inject(DISTRIBUTED_LOCK_OPTIONS) options: DistributedLockModuleOptions,
-    /** @internal Where locks live; Redis unless a module provides another (the testing module: memory). */
-    @Optional() @Inject(LOCK_BACKEND) backend?: LockBackendFactory,
+    // Where locks live: Redis unless a module provides a LockBackendFactory (the testing module: memory).
+    // Typed `unknown` on purpose: the public declaration shows users no engine internals.
+    @Optional() @Inject(LOCK_BACKEND) backend?: unknown,
   ) {
-    this.engine = new LockEngine(options, backend ?? redisBackend());
+    this.engine = new LockEngine(options, (backend as LockBackendFactory | undefined) ?? redisBackend());
   }
 
   /**

@@ -25,6 +25,7 @@ export const LOCKED_LOCK_SERVICE = Symbol('distributed-lock:locked-lock-service'
 const registered = new WeakSet<object>();
 
 /**
+ * @internal
  * Asks Nest to inject the application's `LockService` into `LOCK_SERVICE_REF` of every instance of
  * the class, whatever its scope: Nest creates request-scoped and transient instances after startup,
  * one per request or consumer, and injects their properties each time; the explorer only ever sees
