@@ -7,3 +7,4 @@ export * from './lock-connection.error';
 export * from './lock-options.error';
 export * from './lock-state.error';
 export * from './lock-service-closed.error';
+export * from './locked-decorator-order.error';

@@ -3,6 +3,7 @@ import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { LockService } from '../lock.service';
 import { HAS_LOCKED_METHODS, LOCK_SERVICE_REF } from './locked.internal-constants';
+import { assertLockedOutermost } from './outer-wrapper-check';
 
 /**
  * Attaches this application's `LockService` to every provider and controller instance whose class
@@ -21,6 +22,7 @@ export class LockedExplorer implements OnModuleInit {
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       for (const instance of instancesOf(wrapper)) {
         if (Reflect.hasMetadata(HAS_LOCKED_METHODS, instance)) {
+          assertLockedOutermost(instance);
           Object.defineProperty(instance, LOCK_SERVICE_REF, { value: this.locks, enumerable: false, configurable: true, writable: true });
         }
       }
