@@ -1,4 +1,5 @@
 import { LockedDecoratorOrderError } from '../errors/locked-decorator-order.error';
+import { LOCKED_METADATA } from './locked.constants';
 
 interface LockedSlot {
   readonly wrapper: object;
@@ -18,7 +19,8 @@ export function recordLockedWrapper(prototype: object, propertyKey: string | sym
  * Throws `LockedDecoratorOrderError` when a decorator applied after `@Locked` (written above it) replaced the
  * locked method. Decorators only add metadata in the common case (`@Get`, `@Cron`, `@OnEvent`) and leave our
  * wrapper in place; `@Transactional()` from @nestjs-cls/transactional (no marker of its own) and other wrapping
- * decorators replace it, which is how they are recognised. Checked when the module initialises, i.e. at boot.
+ * decorators replace it with a function that carries @Locked's metadata, which is how they are recognised.
+ * Checked when the module initialises, i.e. at boot, for the instances Nest created then.
  */
 export function assertLockedOutermost(instance: object): void {
   for (
@@ -30,7 +32,9 @@ export function assertLockedOutermost(instance: object): void {
     if (!slots) continue;
     for (const [key, slot] of slots) {
       const current: unknown = Object.getOwnPropertyDescriptor(proto, key)?.value;
-      if (current !== slot.wrapper && !slot.allowOuterWrapper) {
+      // A wrapping decorator carries the metadata over (as nestjs-cls does), so @Get/@Cron below it keep working;
+      // a test spy put on the prototype does not, and is not a decorator order to complain about.
+      if (current !== slot.wrapper && !slot.allowOuterWrapper && typeof current === 'function' && Reflect.hasMetadata(LOCKED_METADATA, current)) {
         throw new LockedDecoratorOrderError((proto.constructor as { name?: string } | undefined)?.name ?? '(anonymous class)', String(key));
       }
     }

@@ -208,6 +208,24 @@ describe('@Locked with @Transactional (real transactions on SQLite, one connecti
     expect(await committed(db)).toEqual({ issued: STOCK, coupons: STOCK });
   });
 
+  it('a test spy on the locked method (it carries no decorator metadata) is not taken for a decorator above @Locked', async () => {
+    class Spied {
+      @Locked('spied')
+      async run(): Promise<string> {
+        return 'ran';
+      }
+    }
+    const spy = jest.spyOn(Spied.prototype, 'run').mockResolvedValue('mocked');
+    const moduleRef = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot({ redis: redis.url, keyPrefix: 'spied' })],
+      providers: [Spied],
+    }).compile();
+    moduleRef.useLogger(false);
+    apps.push(await moduleRef.init());
+    await expect(moduleRef.get(Spied).run()).resolves.toBe('mocked');
+    spy.mockRestore();
+  });
+
   it('the wrong order is refused at startup with LockedDecoratorOrderError naming class, method and the fix', async () => {
     const boot = start('transaction-outside-lock', false);
     await expect(boot).rejects.toThrow(LockedDecoratorOrderError);
