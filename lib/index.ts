@@ -10,6 +10,17 @@ export { Locked } from './locked/locked.decorator';
 export { LOCKED_METADATA } from './locked/locked.constants';
 export type { LockedMetadata } from './locked/locked.constants';
 export type { LockedOptions } from './locked/locked-options.interface';
+export type {
+  AdmitsFallback,
+  FailFastLockedMethodDecorator,
+  FailFastLockedOptions,
+  FallbackNotInReturnType,
+  LockableMethod,
+  LockableResult,
+  LockedMethodDecorator,
+  PolicyUnknownAtCompileTime,
+  WaitingLockedOptions,
+} from './locked/locked-decorator.types';
 export { LockHttpErrorsInterceptor } from './locked/lock-http-errors.interceptor';
 export { LockHttpErrorsFilter } from './locked/lock-http-errors.filter';
 export type { LockKeySpec } from './keys/key-source';

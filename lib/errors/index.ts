@@ -8,3 +8,4 @@ export * from './lock-options.error';
 export * from './lock-state.error';
 export * from './lock-service-closed.error';
 export * from './lock-module-not-initialized.error';
+export * from './locked-decorator-order.error';

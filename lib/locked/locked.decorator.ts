@@ -1,15 +1,27 @@
 import 'reflect-metadata';
 import { Observable } from 'rxjs';
 import { DistributedLockError } from '../errors/distributed-lock.error';
+import { describeValue } from '../errors/describe-value';
+import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockOptions } from '../options/lock-options.interface';
 import { CompiledKeySource, LockKeySpec, compileKeySource } from '../keys/key-source';
 import { LOCK_DEFAULTS } from '../options/lock-defaults';
 import { MAX_LOCK_NAME_LENGTH, MAX_TIMER_MS } from '../options/limits';
 import { MANUAL_LOCK_NAME, ResolvedLockOptions, resolveLockOptions } from '../options/resolve-options';
 import { injectLockServiceInto } from './lock-service-injection';
+import type {
+  FailFastLockedMethodDecorator,
+  FailFastLockedOptions,
+  LockedMethodDecorator,
+  PolicyUnknownAtCompileTime,
+  WaitingLockedOptions,
+} from './locked-decorator.types';
+import { rejectStandardDecoratorCall } from './standard-decorator-call';
+import { rejectSynchronousMethod } from './synchronous-method';
 import { LockedMethod, invokeForObservable, invokeForPromise } from './locked-invocation';
 import { LOCKED_METADATA, LockedMetadata } from './locked.constants';
 import { HAS_LOCKED_METHODS, LOCKED_WRAPPERS } from './locked.internal-constants';
+import { recordLockedWrapper } from './outer-wrapper-check';
 import type { LockedOptions } from './locked-options.interface';
 
 /**
@@ -28,13 +40,22 @@ import type { LockedOptions } from './locked-options.interface';
  * - Works on any provider or controller method whoever calls it (HTTP, `@Cron`, `@OnEvent`,
  *   `@MessagePattern`, other services): the method itself is replaced by a `Proxy` that keeps `this`
  *   and carries every metadata key of the original, so decorators above or below keep working.
- * - The method becomes asynchronous (it returns a Promise) unless its declared return type is
- *   `Observable`, in which case the lock is held for each subscription. Generator methods are refused.
+ * - The method must return a Promise (the lock is held until it settles) or be declared to return an
+ *   `Observable` (the lock is held for each subscription): a synchronous method is a compile error, and a
+ *   declared synchronous return type (emitDecoratorMetadata) an error at class definition. Generator methods are refused.
+ * - With `onBusy: 'fail-fast'` the method's declared result must admit the fallback (`Promise<T | undefined>`
+ *   without one); `'retry'` and `'throw'` never change the result type.
+ * - Needs `experimentalDecorators` (as NestJS does); a standard (TC39) decorator call is refused with a LockOptionsError.
  * - The `LockService` is found at call time on the instance (Nest injects it, request-scoped instances
  *   included); without it, or before the application is initialised, the call fails and the method does not run.
  */
-export function Locked(keys: LockKeySpec, options: LockedOptions = {}): MethodDecorator {
-  return (target: object, propertyKey: string | symbol, descriptor: PropertyDescriptor) => {
+export function Locked<const F = undefined>(keys: LockKeySpec, options: FailFastLockedOptions<F>): FailFastLockedMethodDecorator<F>;
+export function Locked(keys: LockKeySpec, options?: WaitingLockedOptions): LockedMethodDecorator;
+/** Options whose policy is not known at compile time (a `LockedOptions` variable): the fallback cannot be checked. */
+export function Locked<O extends LockedOptions>(keys: LockKeySpec, options: O & PolicyUnknownAtCompileTime<O>): LockedMethodDecorator;
+export function Locked(keys: LockKeySpec, options: LockedOptions = {}): LockedMethodDecorator {
+  return ((target: object, propertyKey: string | symbol, descriptor: PropertyDescriptor) => {
+    rejectStandardDecoratorCall(propertyKey, descriptor);
     const className = typeof target === 'function' ? target.name : (target.constructor?.name ?? '(anonymous class)');
     const where = `@Locked on ${className}.${String(propertyKey)}`;
     const original: unknown = descriptor?.value;
@@ -50,6 +71,7 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}): MethodDe
       );
     }
     rejectGenerators(original, where);
+    rejectSynchronousMethod(original, Reflect.getMetadata('design:returntype', target, propertyKey), where);
     const lockOptions = checkOptions(options, where);
     lockOptions.name ??= metricNameOf(keys, className, propertyKey);
     const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
@@ -69,9 +91,10 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}): MethodDe
     Reflect.defineMetadata(HAS_LOCKED_METHODS, true, target);
     injectLockServiceInto(target);
     LOCKED_WRAPPERS.add(wrapper);
+    recordLockedWrapper(target, propertyKey, wrapper, options.allowOuterWrapper === true);
     descriptor.value = wrapper;
     return descriptor;
-  };
+  }) as LockedMethodDecorator;
 }
 
 /**
@@ -98,7 +121,10 @@ const DECORATION_BASE: ResolvedLockOptions = { ...LOCK_DEFAULTS, name: MANUAL_LO
 
 function checkOptions(options: LockedOptions, where: string): LockOptions {
   resolveLockOptions(DECORATION_BASE, options, `${where} options`);
-  const { fallback: _fallback, ...lockOptions } = options;
+  const { fallback: _fallback, allowOuterWrapper, ...lockOptions } = options;
+  if (allowOuterWrapper !== undefined && typeof allowOuterWrapper !== 'boolean') {
+    throw new LockOptionsError(`${where} options.allowOuterWrapper`, `expected a boolean, got ${describeValue(allowOuterWrapper)}.`);
+  }
   return lockOptions;
 }
 

@@ -4,6 +4,7 @@ import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { LOCKED_LOCK_SERVICE, type LockedLockService } from './lock-service-injection';
 import { moduleClosed, moduleCompiled, moduleStarted } from './locked-readiness';
 import { HAS_LOCKED_METHODS, LOCK_SERVICE_REF } from './locked.internal-constants';
+import { assertLockedOutermost } from './outer-wrapper-check';
 
 /**
  * Opens `@Locked` calls of this application once its lock module starts (`onModuleInit` of the
@@ -26,6 +27,7 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       for (const instance of instancesOf(wrapper)) {
         if (Reflect.hasMetadata(HAS_LOCKED_METHODS, instance)) {
+          assertLockedOutermost(instance);
           Object.defineProperty(instance, LOCK_SERVICE_REF, { value: this.locks, enumerable: false, configurable: true, writable: true });
         }
       }

@@ -45,11 +45,6 @@ class Inventory {
   async take(sku: string) {
     return log.run(`stock:${sku}`, WORK_MS, `took ${sku}`);
   }
-
-  @Locked('sync:<0>')
-  double(n: number): number {
-    return n * 2;
-  }
 }
 
 @Injectable()
@@ -62,14 +57,14 @@ class Shop {
 
 @Injectable()
 class Jobs {
-  @Locked('tick:above', { onBusy: 'fail-fast', fallback: () => ticks.aboveSkipped++ })
+  @Locked('tick:above', { onBusy: 'fail-fast', fallback: () => void ticks.aboveSkipped++ })
   @Interval('tick-above', 30)
   async above() {
     await log.run('tick-above', 100);
   }
 
   @Interval('tick-below', 30)
-  @Locked('tick:below', { onBusy: 'fail-fast', fallback: () => ticks.belowSkipped++ })
+  @Locked('tick:below', { onBusy: 'fail-fast', fallback: () => void ticks.belowSkipped++ })
   async below() {
     await log.run('tick-below', 100);
   }
@@ -198,12 +193,6 @@ describe('@Locked on every caller kind', () => {
         (id) => shop.buy(id),
         (id) => `stock:${id}`,
       );
-    });
-
-    it('a synchronous method becomes asynchronous', async () => {
-      const result = app.get(Inventory).double(21);
-      expect(result).toBeInstanceOf(Promise);
-      await expect(result).resolves.toBe(42);
     });
   });
 

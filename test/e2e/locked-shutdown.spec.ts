@@ -59,7 +59,7 @@ const seen = { skippedTicks: 0 };
 @Injectable()
 class Settlement {
   @Locked('settle:direct', { onBusy: 'fail-fast' })
-  async direct(): Promise<string> {
+  async direct(): Promise<string | undefined> {
     return body.run();
   }
 

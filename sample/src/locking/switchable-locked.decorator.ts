@@ -1,4 +1,4 @@
-import { Locked, LockedOptions, lockKey } from '../../../lib';
+import { Locked, LockedMethodDecorator, LockedOptions, lockKey } from '../../../lib';
 import { processMutex } from './in-process-mutex';
 import { parseLockMode } from './lock-mode';
 import { wrapMethod } from './wrap-method';
@@ -10,15 +10,15 @@ import { wrapMethod } from './wrap-method';
  * LOCK_MODE is read when the class is defined (decorators run at import time), i.e. from the
  * process environment, like @Cron's expression; ConfigService validates the same variable at start-up.
  */
-export function SwitchableLocked(template: string, options: LockedOptions): MethodDecorator {
+export function SwitchableLocked(template: string, options: LockedOptions): LockedMethodDecorator {
   return parseLockMode(process.env.LOCK_MODE) === 'in-process' ? InProcessLocked(template, options) : Locked(template, options);
 }
 
 /** Same bound as the module's default waitTimeout (app.module.ts), which @Locked inherits. */
 const inProcessWaitMs = (options: LockedOptions) => options.waitTimeout ?? (Number(process.env.CLAIM_WAIT_MS) || 10_000);
 
-function InProcessLocked(template: string, options: LockedOptions): MethodDecorator {
-  return (_target, _name, descriptor) =>
+function InProcessLocked(template: string, options: LockedOptions): LockedMethodDecorator {
+  return (_target, _name, descriptor) => {
     wrapMethod(
       descriptor,
       (original) =>
@@ -29,4 +29,5 @@ function InProcessLocked(template: string, options: LockedOptions): MethodDecora
           return processMutex.runExclusive(key, inProcessWaitMs(options), () => original.apply(this, args));
         },
     );
+  };
 }
