@@ -41,24 +41,8 @@ export function lockHttpAnswer(error: unknown): LockHttpAnswer | undefined {
     };
     return { exception: new ConflictException(body, { cause: error }), retryAfterSeconds: LOCK_RETRY_AFTER_SECONDS };
   }
-  if (error instanceof LockServiceClosedError) {
-    const body = {
-      statusCode: 503,
-      error: 'Service Unavailable',
-      message: 'This instance is shutting down; retry on another.',
-      operation: 'acquire',
-    };
-    return { exception: new ServiceUnavailableException(body, { cause: error }), retryAfterSeconds: LOCK_RETRY_AFTER_SECONDS };
-  }
-  if (error instanceof LockConnectionError) {
-    const body = {
-      statusCode: 503,
-      error: 'Service Unavailable',
-      message: 'The lock store is unreachable; retry later.',
-      operation: error.operation,
-    };
-    return { exception: new ServiceUnavailableException(body, { cause: error }), retryAfterSeconds: LOCK_RETRY_AFTER_SECONDS };
-  }
+  if (error instanceof LockServiceClosedError) return unavailable('This instance is shutting down; retry on another.', 'acquire', error);
+  if (error instanceof LockConnectionError) return unavailable('The lock store is unreachable; retry later.', error.operation, error);
   return undefined;
 }
 
@@ -78,4 +62,10 @@ export function setResponseHeader(response: unknown, name: string, value: string
   if (raw.headersSent) return;
   if (typeof r.header === 'function') r.header(name, value);
   else if (typeof r.setHeader === 'function') r.setHeader(name, value);
+}
+
+/** 503: another instance (or this one, a little later) can serve the retry. */
+function unavailable(message: string, operation: string, cause: Error): LockHttpAnswer {
+  const body = { statusCode: 503, error: 'Service Unavailable', message, operation };
+  return { exception: new ServiceUnavailableException(body, { cause }), retryAfterSeconds: LOCK_RETRY_AFTER_SECONDS };
 }
