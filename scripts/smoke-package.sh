@@ -6,6 +6,9 @@
 # file against the installed types under moduleResolution node (Nest 11) and nodenext (Nest 12).
 # All installs share one npm cache (the user's, --prefer-offline). Prints the total time.
 set -euo pipefail
+# Run through `npm run`, npm exports this repo's .npmrc settings as npm_config_* variables; the scratch apps'
+# own installs would take allow-scripts from there as a command-line flag, which npm refuses in a project.
+unset npm_config_allow_scripts NPM_CONFIG_ALLOW_SCRIPTS
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 started=$SECONDS
 node "$repo/scripts/ensure-redis.js"
@@ -43,7 +46,7 @@ smoke_app() {
   local app="$work/$name"
   mkdir -p "$app" && cd "$app"
   if [ "$kind" = esm ]; then echo '{ "name": "smoke-app", "private": true, "type": "module" }' >package.json; else echo '{ "name": "smoke-app", "private": true }' >package.json; fi
-  npm i --no-audit --no-fund --prefer-offline --silent "$tarball" "@nestjs/common@$nest" "@nestjs/core@$nest" "@nestjs/terminus@$terminus" \
+  npm i --no-audit --no-fund --prefer-offline --loglevel=error "$tarball" "@nestjs/common@$nest" "@nestjs/core@$nest" "@nestjs/terminus@$terminus" \
     ioredis reflect-metadata rxjs >/dev/null
   step "$name installed"
   cp "$repo/test/smoke/smoke-checks.js" .

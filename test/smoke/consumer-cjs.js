@@ -11,6 +11,7 @@ const mods = {
   core: require('@nestjs/core'),
   lock,
   lockTerminus: require('nestjs-distributed-lock/terminus'),
+  lockTesting: require('nestjs-distributed-lock/testing'),
   terminus: require('@nestjs/terminus'),
 };
 const versions = {

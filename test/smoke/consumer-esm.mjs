@@ -7,13 +7,14 @@ import * as core from '@nestjs/core';
 import * as terminus from '@nestjs/terminus';
 import lock from 'nestjs-distributed-lock';
 import lockTerminus from 'nestjs-distributed-lock/terminus';
+import lockTesting from 'nestjs-distributed-lock/testing';
 
 const require = createRequire(import.meta.url);
 const smoke = require('./smoke-checks.js');
 const versionOf = (name) => require(`${name}/package.json`).version;
 const versions = { nest: versionOf('@nestjs/core'), terminus: versionOf('@nestjs/terminus'), node: process.version, module: 'esm' };
 try {
-  const result = await smoke({ common, core, lock, lockTerminus, terminus });
+  const result = await smoke({ common, core, lock, lockTerminus, lockTesting, terminus });
   console.log(JSON.stringify({ ...versions, ...result }));
   process.exit(result.ok ? 0 : 1);
 } catch (error) {

@@ -31,7 +31,7 @@ async function listening(port, timeoutMs = 5_000) {
   }
 }
 
-/** `mods`: { common, core, lock, lockTerminus, terminus }, each the module object as the consumer loaded it. */
+/** `mods`: { common, core, lock, lockTerminus, lockTesting, terminus }, each the module object as the consumer loaded it. */
 module.exports = async function smoke(mods) {
   const { Injectable, Module } = mods.common;
   const { NestFactory } = mods.core;
@@ -90,9 +90,28 @@ module.exports = async function smoke(mods) {
       health.status === 'ok' &&
       health.details.lock.status === 'up' &&
       health.details.lock.leases === 1;
-    return { results, runs: jobs.runs, busy: busy && busy.name, health: health.details.lock, ok };
+    const testing = await testingModuleSkips(mods, Jobs);
+    return { results, runs: jobs.runs, busy: busy && busy.name, health: health.details.lock, testing, ok: ok && testing === 'skipped' };
   } finally {
     await app.close();
     stopRedis();
   }
 };
+
+/** The /testing entry, no Redis: a key made busy by LockTestingController turns the fail-fast call into its fallback. */
+async function testingModuleSkips(mods, Jobs) {
+  const { Module } = mods.common;
+  const { NestFactory } = mods.core;
+  const { DistributedLockTestingModule, LockTestingController } = mods.lockTesting;
+  class TestingAppModule {}
+  Module({ imports: [DistributedLockTestingModule.forRoot({})], providers: [Jobs] })(TestingAppModule);
+  const app = await NestFactory.createApplicationContext(TestingAppModule, { logger: false });
+  try {
+    const held = app.get(LockTestingController).hold('jobs:tuesday');
+    const answer = await app.get(Jobs).settle('tuesday');
+    held.release();
+    return answer;
+  } finally {
+    await app.close();
+  }
+}

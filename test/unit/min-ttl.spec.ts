@@ -1,5 +1,5 @@
 /**
- * A lease is counted valid for ttl − drift (2 ms + 1 % of ttl, lib/lease.ts) minus the round trip,
+ * A lease is counted valid for ttl − drift (2 ms + 1 % of ttl, lib/core/lease.ts) minus the round trip,
  * so a ttl of 1 or 2 ms could never be used, and failed as if Redis were unreachable. The smallest
  * ttl accepted is 10 ms, checked wherever a ttl is given: module options, per call, extend(ttl).
  */
