@@ -92,8 +92,8 @@ describe('handover', () => {
       suite.clients.push(copy);
       return copy;
     };
-    // waiterLease 2 s: the waiter refreshes its place every 533–667 ms.
-    const waiter = await makeService({ redis: source, waiterLease: 2_000, commandTimeout: 10_000 });
+    // waiterLease 3 s: the waiter refreshes its place every 800–1000 ms.
+    const waiter = await makeService({ redis: source, waiterLease: 3_000, commandTimeout: 10_000 });
 
     let settledAt = 0;
     const waiting = suite.calls.track(
@@ -112,16 +112,16 @@ describe('handover', () => {
     // but its answer is not read, so the waiter sends nothing more.
     subscribers[0].stream.pause();
     source.stream.pause();
-    await sleep(750);
+    await sleep(1_200);
     const placeUntil = await suite.client.zscore('ho:{k}:w', waiterToken);
-    await sleep(700);
+    await sleep(1_100);
     // Fault check: no refresh for longer than the refresh interval (the waiter is stuck on that answer).
     expect(await suite.client.zscore('ho:{k}:w', waiterToken)).toBe(placeUntil);
 
     expect(await held.release()).toBe(true);
     expect(await suite.client.get('ho:{k}')).toBe(waiterToken);
     // The handed lease (what was left of the waiter's place) runs out unused; another client takes the key.
-    expect(await pollUntil(async () => (await suite.client.exists('ho:{k}')) === 0, 3_000)).toBe(true);
+    expect(await pollUntil(async () => (await suite.client.exists('ho:{k}')) === 0, 4_000)).toBe(true);
     const taken = await other.acquire('k');
     expect(taken.fencingToken).toBeGreaterThan(held.fencingToken);
 
