@@ -72,6 +72,78 @@ describe('handover', () => {
     expect(await lock.release()).toBe(true);
   });
 
+  it('a handover message read during the pause after a busy retry that ran after that grant is stale: not believed', async () => {
+    // The race of T12 on a starved machine: the lock is handed to a waiter whose handed lease then
+    // runs out unseen, another client takes the key, the waiter's next retry is answered "busy" (it
+    // ran after the grant), and only then, while the waiter pauses, does the handover message arrive.
+    const holder = await makeService();
+    const other = await makeService();
+    const held = await holder.acquire('k');
+
+    // The waiter's own client: the test holds back what its command connection and its subscriber
+    // connection (duplicated from it by the wake channel) read, as a slow or starved process would.
+    const source = new Redis(suite.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    suite.clients.push(source);
+    const subscribers: Redis[] = [];
+    const duplicate = source.duplicate.bind(source);
+    source.duplicate = (...args: Parameters<Redis['duplicate']>) => {
+      const copy = duplicate(...args);
+      subscribers.push(copy);
+      suite.clients.push(copy);
+      return copy;
+    };
+    // waiterLease 3 s: the waiter refreshes its place every 800–1000 ms.
+    const waiter = await makeService({ redis: source, waiterLease: 3_000, commandTimeout: 10_000 });
+
+    let settledAt = 0;
+    const waiting = suite.calls.track(
+      'waiter',
+      waiter.acquire('k').then((lock) => {
+        settledAt = performance.now();
+        return lock;
+      }),
+    );
+    expect(await pollUntil(async () => (await suite.client.llen('ho:{k}:q')) === 1, 2_000)).toBe(true);
+    expect(await pollUntil(() => subscribers[0]?.status === 'ready', 2_000)).toBe(true);
+    await sleep(100); // the subscription is confirmed
+    const [waiterToken] = await suite.client.lrange('ho:{k}:q', 0, 0);
+
+    // Slow subscriber, and a stalled command connection: the waiter's next place refresh reaches Redis,
+    // but its answer is not read, so the waiter sends nothing more.
+    subscribers[0].stream.pause();
+    source.stream.pause();
+    await sleep(1_200);
+    const placeUntil = await suite.client.zscore('ho:{k}:w', waiterToken);
+    await sleep(1_100);
+    // Fault check: no refresh for longer than the refresh interval (the waiter is stuck on that answer).
+    expect(await suite.client.zscore('ho:{k}:w', waiterToken)).toBe(placeUntil);
+
+    expect(await held.release()).toBe(true);
+    expect(await suite.client.get('ho:{k}')).toBe(waiterToken);
+    // The handed lease (what was left of the waiter's place) runs out unused; another client takes the key.
+    expect(await pollUntil(async () => (await suite.client.exists('ho:{k}')) === 0, 4_000)).toBe(true);
+    const taken = await other.acquire('k');
+    expect(taken.fencingToken).toBeGreaterThan(held.fencingToken);
+
+    // The waiter reads its old busy answer, pauses, retries: "busy" again, and it queues anew.
+    source.stream.resume();
+    expect(await pollUntil(async () => (await suite.client.zscore('ho:{k}:w', waiterToken)) !== null, 3_000)).toBe(true);
+    await sleep(100); // that answer is read; the waiter pauses until its next refresh
+    // Now the handover message arrives, during that pause.
+    subscribers[0].stream.resume();
+    await sleep(300);
+    expect(settledAt).toBe(0);
+    expect(taken.isHeld()).toBe(true);
+    expect(await suite.client.get('ho:{k}')).toBe(taken.token);
+
+    const releasedAt = performance.now();
+    expect(await taken.release()).toBe(true);
+    const lock: Lock = await waiting;
+    expect(settledAt).toBeGreaterThanOrEqual(releasedAt);
+    expect(lock.fencingToken).toBeGreaterThan(taken.fencingToken);
+    expect(await lock.release()).toBe(true);
+  });
+
   it("a short ttl: handed-over leases count from the handover, not from the waiter's last queue refresh", async () => {
     // ttl 500 with the default waiterLease (3 s): waiters refresh their place about once a second,
     // so a lease counted from the last refresh was often over before the handover reached the waiter.

@@ -42,12 +42,7 @@ export async function waitForTurn(
   try {
     for (;;) {
       // `reply` is busy here, and queued us.
-      let retryNow = false;
-      if (listener.handover && lastBusyFence >= listener.handover.fence) {
-        // Nothing is believed on that message; our next attempt says whether the key is ours.
-        listener.handover = undefined;
-        retryNow = true;
-      }
+      let retryNow = dropStaleHandover(listener, lastBusyFence);
       if (!listener.handover && !retryNow) {
         const remaining = waitUntil - monotonicNow();
         if (remaining <= 0) throw new LockTimeoutError(keys.key, monotonicNow() - started, attempts);
@@ -62,6 +57,9 @@ export async function waitForTurn(
           listener.wake = undefined;
         }
       }
+      // A message heard during the pause is dated against the same last busy attempt: a busy answer
+      // read before the message can still come from an attempt that ran after its grant.
+      dropStaleHandover(listener, lastBusyFence);
       const handover = listener.handover;
       if (handover) {
         queued = false;
@@ -104,6 +102,18 @@ export async function waitForTurn(
   } finally {
     listener.stop();
   }
+}
+
+/**
+ * Forgets a handover that our last busy attempt saw granted already (its last fencing token is at or
+ * above the handover's): that attempt ran after the grant and found the lock not ours, so the handed
+ * lease ran out unseen. Nothing is believed on that message; our next attempt says whether the key is
+ * ours. Returns whether one was dropped.
+ */
+function dropStaleHandover(listener: HandoverListener, lastBusyFence: number): boolean {
+  if (!listener.handover || lastBusyFence < listener.handover.fence) return false;
+  listener.handover = undefined;
+  return true;
 }
 
 /** Holder pttl in a busy reply: free, but promised to a live waiter ahead of us. */
