@@ -69,6 +69,8 @@ export class BullmqDeferQueue implements DeferQueue {
     const worker = new WorkerClass<DeferredJobData>(this.options.queueName, (job) => this.process(job, targets, run), {
       connection: this.connect(),
       concurrency: this.options.concurrency,
+      lockDuration: this.options.jobLease,
+      stalledInterval: this.options.jobLease,
     });
     worker.on('error', (error) => this.logger.warn(`Defer worker "${this.options.queueName}": ${error.message}`));
     worker.on('completed', (job) => this.finished(job, targets, 'completed'));

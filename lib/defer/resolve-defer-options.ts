@@ -3,7 +3,14 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import { assertBoolean, assertCount, assertIntegerMs } from '../options/validate-options';
 import type { DeferModuleOptions, ResolvedDeferOptions } from '../options/defer-options.interface';
 
-const DEFER_DEFAULTS: ResolvedDeferOptions = { queueName: 'distributed-lock-deferred', concurrency: 1, worker: true, attempts: 5, backoff: 1000 };
+const DEFER_DEFAULTS: ResolvedDeferOptions = {
+  queueName: 'distributed-lock-deferred',
+  concurrency: 1,
+  worker: true,
+  attempts: 5,
+  backoff: 1000,
+  jobLease: 30_000,
+};
 const MAX_COUNT = 1000;
 
 /** Validates the module's `defer` option (before any Redis command); `undefined` when deferring is not configured. */
@@ -21,6 +28,7 @@ export function resolveDeferOptions(options: DeferModuleOptions | undefined): Re
     worker: assertBoolean('defer.worker', o.worker),
     attempts: assertCount('defer.attempts', o.attempts, 1, MAX_COUNT),
     backoff: assertIntegerMs('defer.backoff', o.backoff, 0),
+    jobLease: assertIntegerMs('defer.jobLease', o.jobLease, 100),
   };
 }
 

@@ -10,6 +10,13 @@ export interface DeferModuleOptions {
   attempts?: number;
   /** Delay before a retry in ms, doubled at each attempt (BullMQ exponential backoff). Integer 0 … 2,147,483,647. @default 1000 */
   backoff?: number;
+  /**
+   * How long a worker's claim on a running job lasts between its renewals (BullMQ `lockDuration`; stalled jobs are
+   * looked for as often). A worker killed mid-job has its job run again by another worker after about this long:
+   * delivery is at-least-once, so fence what the method writes (`currentLock().fencingToken`). Integer 100 … 2,147,483,647.
+   * @default 30000
+   */
+  jobLease?: number;
 }
 
 /** DeferModuleOptions after defaults and validation. */
