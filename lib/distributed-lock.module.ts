@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { DistributedLockConfigurableModule } from './distributed-lock.module-definition';
+import { LockDeferCoordinator } from './lock-defer.coordinator';
 import { LOCK_MODULE_EXPORTS, LOCK_MODULE_PROVIDERS } from './lock-module-providers';
 
 /**
@@ -10,7 +11,7 @@ import { LOCK_MODULE_EXPORTS, LOCK_MODULE_PROVIDERS } from './lock-module-provid
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: LOCK_MODULE_PROVIDERS,
+  providers: [...LOCK_MODULE_PROVIDERS, LockDeferCoordinator],
   exports: LOCK_MODULE_EXPORTS,
 })
 export class DistributedLockModule extends DistributedLockConfigurableModule {}

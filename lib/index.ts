@@ -7,11 +7,16 @@ export type { LockStats } from './core/lock-stats';
 export * from './errors';
 export * from './options';
 export { Locked } from './locked/locked.decorator';
+export { Deferred } from './defer/deferred';
 export { LOCKED_METADATA } from './locked/locked.constants';
 export type { LockedMetadata } from './locked/locked.constants';
-export type { LockedOptions } from './locked/locked-options.interface';
+export type { LockedOnBusyPolicy, LockedOptions } from './locked/locked-options.interface';
 export type {
+  AdmitsDeferred,
   AdmitsFallback,
+  DeferLockedMethodDecorator,
+  DeferLockedOptions,
+  DeferredNotInReturnType,
   FailFastLockedMethodDecorator,
   FailFastLockedOptions,
   FallbackNotInReturnType,

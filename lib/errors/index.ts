@@ -9,3 +9,4 @@ export * from './lock-state.error';
 export * from './lock-service-closed.error';
 export * from './lock-module-not-initialized.error';
 export * from './locked-decorator-order.error';
+export * from './defer-argument.error';

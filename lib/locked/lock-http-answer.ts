@@ -64,6 +64,27 @@ export function setResponseHeader(response: unknown, name: string, value: string
   else if (typeof r.setHeader === 'function') r.setHeader(name, value);
 }
 
+/**
+ * Answers with `status` although the route's own code (200/201, or @HttpCode) is applied after interceptors:
+ * sets it now, and turns the platform's next status call on this response (Express `status`, Fastify
+ * `status`/`code`) into one setting `status`, once; the original methods are back after that call.
+ */
+export function pinResponseStatus(response: unknown, status: number): void {
+  const r = response as Record<string, unknown>;
+  if (typeof r.code === 'function') (r.code as (s: number) => unknown).call(response, status);
+  else if (typeof r.status === 'function') (r.status as (s: number) => unknown).call(response, status);
+  for (const method of ['status', 'code']) {
+    const original = r[method];
+    if (typeof original !== 'function') continue;
+    const own = Object.prototype.hasOwnProperty.call(r, method);
+    r[method] = function (this: unknown) {
+      if (own) r[method] = original;
+      else delete r[method];
+      return (original as (s: number) => unknown).call(this, status);
+    };
+  }
+}
+
 /** 503: another instance (or this one, a little later) can serve the retry. */
 function unavailable(message: string, operation: string, cause: Error): LockHttpAnswer {
   const body = { statusCode: 503, error: 'Service Unavailable', message, operation };

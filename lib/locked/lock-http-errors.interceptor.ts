@@ -1,7 +1,8 @@
 import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor, Optional } from '@nestjs/common';
-import { Observable, catchError, throwError } from 'rxjs';
+import { Observable, catchError, map, throwError } from 'rxjs';
+import { Deferred } from '../defer/deferred';
 import { LOCKED_LOCK_SERVICE, type LockedLockService } from './lock-service-injection';
-import { lockHttpAnswer, setResponseHeader } from './lock-http-answer';
+import { lockHttpAnswer, pinResponseStatus, setResponseHeader } from './lock-http-answer';
 
 /**
  * Registered globally by `DistributedLockModule` (APP_INTERCEPTOR); off with `httpErrors: false`. In
@@ -12,7 +13,7 @@ import { lockHttpAnswer, setResponseHeader } from './lock-http-answer';
  * instead of answering itself, so the application's own exception filters still see and format
  * them, on Express and Fastify alike. It locks nothing: the lock is the `@Locked` wrapper's alone.
  * Other contexts (cron, events, microservices) keep the typed errors; guards and middleware run
- * outside interceptors (see `LockHttpErrorsFilter`).
+ * outside interceptors (see `LockHttpErrorsFilter`). A `Deferred` result (`onBusy: 'defer'`) is answered 202 Accepted.
  */
 @Injectable()
 export class LockHttpErrorsInterceptor implements NestInterceptor {
@@ -21,6 +22,11 @@ export class LockHttpErrorsInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType() !== 'http' || this.locks?.engine.settings.httpErrors === false) return next.handle();
     return next.handle().pipe(
+      map((value: unknown) => {
+        // A deferred @Locked call: 202 Accepted, the Deferred (job id) as the body.
+        if (value instanceof Deferred) pinResponseStatus(context.switchToHttp().getResponse(), 202);
+        return value;
+      }),
       catchError((error: unknown) => {
         const answer = lockHttpAnswer(error);
         if (!answer) return throwError(() => error);

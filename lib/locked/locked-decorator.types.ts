@@ -1,6 +1,8 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- method signatures are matched with any[] parameters, as TypedPropertyDescriptor needs */
 import type { Observable } from 'rxjs';
 import type { LockOptions } from '../options/lock-options.interface';
+import type { Deferred } from '../defer/deferred';
+import type { LockKeySpec } from '../keys/key-source';
 import type { LockedOptions } from './locked-options.interface';
 
 /** What a `@Locked` method may return: a Promise (the lock is held until it settles) or an Observable (held per subscription). */
@@ -49,16 +51,18 @@ export interface FallbackNotInReturnType<F> {
 }
 
 /** Options of a `'fail-fast'` `@Locked`: the fallback (a value or a function of the method's arguments) is typed. */
-export interface FailFastLockedOptions<F> extends Omit<LockedOptions, 'onBusy' | 'fallback'> {
+export interface FailFastLockedOptions<F> extends Omit<LockedOptions, 'onBusy' | 'fallback' | 'deferKey'> {
   onBusy: 'fail-fast';
+  deferKey?: undefined;
   /** What the method resolves to when the key is busy: a value, or a function called with the method's `this` and arguments. */
   fallback?: F | ((this: any, ...args: any[]) => F);
 }
 
 /** Options of a waiting (`'retry'`) or throwing (`'throw'`) `@Locked`: a busy key never changes the return type, so no fallback. */
-export interface WaitingLockedOptions extends Omit<LockedOptions, 'onBusy' | 'fallback'> {
+export interface WaitingLockedOptions extends Omit<LockedOptions, 'onBusy' | 'fallback' | 'deferKey'> {
   onBusy?: Exclude<LockOptions['onBusy'], 'fail-fast'>;
   fallback?: undefined;
+  deferKey?: undefined;
 }
 
 /**
@@ -66,4 +70,26 @@ export interface WaitingLockedOptions extends Omit<LockedOptions, 'onBusy' | 'fa
  * policy may be any of the three; `never` for an object literal with a known policy, so that a literal always
  * gets the checked overloads (and `{ onBusy: 'throw', fallback }` is refused rather than accepted unchecked).
  */
-export type PolicyUnknownAtCompileTime<O extends LockedOptions> = LockOptions['onBusy'] extends O['onBusy'] ? unknown : never;
+export type PolicyUnknownAtCompileTime<O extends LockedOptions> = LockedOptions['onBusy'] extends O['onBusy'] ? unknown : never;
+
+/** Options of a deferring `@Locked`: a busy key (or, with `waitTimeout`, a wait that ran out) makes the call a job. */
+export interface DeferLockedOptions extends Omit<LockedOptions, 'onBusy' | 'fallback'> {
+  onBusy: 'defer';
+  fallback?: undefined;
+  deferKey?: LockKeySpec;
+}
+
+/** What `@Locked(keys, { onBusy: 'defer' })` returns: a Promise method whose declared result admits `Deferred`. */
+export type DeferLockedMethodDecorator = <M extends (...args: any[]) => PromiseLike<unknown>>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<M> & AdmitsDeferred<ReturnType<M>>,
+) => TypedPropertyDescriptor<M> | void;
+
+/** `unknown` when a method returning `R` may resolve to a `Deferred`; otherwise a shape whose property names the problem. */
+export type AdmitsDeferred<R> = [Deferred] extends [Awaited<R>] ? unknown : DeferredNotInReturnType;
+
+/** The shape a deferring method fails to match when its return type omits `Deferred`: the property name is the message. */
+export interface DeferredNotInReturnType {
+  readonly "@Locked defer: the method's return type must admit Deferred (declare Promise<T | Deferred>)": Deferred;
+}

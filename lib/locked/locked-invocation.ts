@@ -26,21 +26,20 @@ export interface LockedMethod {
 export async function invokeForPromise(m: LockedMethod, self: unknown, args: unknown[]): Promise<unknown> {
   const service = lockServiceOf(self, m.where);
   const keys = m.keys.resolve(self, args);
-  const locked = service.withLock(
-    keys,
-    async () => {
-      const result = await Reflect.apply(m.original, self, args);
-      if (isObservable(result)) {
-        throw new DistributedLockError(
-          `${m.where} returned an Observable, but its declared return type is not Observable, so the lock would be released ` +
-            `before anyone subscribes. Declare the return type (": Observable<T>", with emitDecoratorMetadata) so the lock is held for the subscription.`,
-        );
-      }
-      return result;
-    },
-    { ...m.lockOptions, fallback: () => fallbackValue(m, self, args) },
-  );
+  const locked = service.withLock(keys, () => invokeOriginal(m, self, args), { ...m.lockOptions, fallback: () => fallbackValue(m, self, args) });
   return locked.catch((error: unknown) => nameOwnBusyError(error, m, keys));
+}
+
+/** Runs the original method of a Promise-shaped call (inside its lock) and awaits its result. */
+export async function invokeOriginal(m: LockedMethod, self: unknown, args: unknown[]): Promise<unknown> {
+  const result: unknown = await Reflect.apply(m.original, self, args);
+  if (isObservable(result)) {
+    throw new DistributedLockError(
+      `${m.where} returned an Observable, but its declared return type is not Observable, so the lock would be released ` +
+        `before anyone subscribes. Declare the return type (": Observable<T>", with emitDecoratorMetadata) so the lock is held for the subscription.`,
+    );
+  }
+  return result;
 }
 
 /**
@@ -96,7 +95,7 @@ export function invokeForObservable(m: LockedMethod, self: unknown, args: unknow
 }
 
 /** A busy or timed-out key of this very call gets the method's lock name, for answers that must not show the key. Rethrows. */
-function nameOwnBusyError(error: unknown, m: LockedMethod, keys: readonly string[]): never {
+export function nameOwnBusyError(error: unknown, m: LockedMethod, keys: readonly string[]): never {
   if ((error instanceof LockBusyError || error instanceof LockTimeoutError) && keys.includes(error.key)) nameLockError(error, m.keys.name);
   throw error;
 }

@@ -1,9 +1,26 @@
-import type { LockOptions } from '../options/lock-options.interface';
+import type { LockKeySpec } from '../keys/key-source';
+import type { LockOptions, OnBusyPolicy } from '../options/lock-options.interface';
+
+/** `@Locked`'s answers to a busy key: the three of `LockOptions.onBusy`, and `'defer'` (a durable job run later, see DeferModuleOptions). */
+export type LockedOnBusyPolicy = OnBusyPolicy | 'defer';
 
 /**
  * Options of `@Locked`. Every field left out inherits the module's default (`DistributedLockModule.forRoot`).
  */
-export interface LockedOptions extends LockOptions {
+export interface LockedOptions extends Omit<LockOptions, 'onBusy'> {
+  /**
+   * Policy when the key is held: wait (bounded), throw `LockBusyError`, give up quietly (`'fail-fast'`), or
+   * `'defer'`: enqueue the call as a durable job (BullMQ) that a worker runs later under the same lock, and
+   * resolve to a `Deferred` now. With `'defer'` and a `waitTimeout`, the call waits that long first.
+   * @default 'retry'
+   */
+  onBusy?: LockedOnBusyPolicy;
+  /**
+   * With `onBusy: 'defer'`: a key template (or function) naming the logical call, so repeated defers of it
+   * (a client retrying a 202) are one job while it is pending and for an hour after it completed.
+   * @default undefined (every defer is a new job)
+   */
+  deferKey?: LockKeySpec;
   /**
    * With `onBusy: 'fail-fast'`: what the method resolves to when the key is busy (the method is not run).
    * A function is called with the method's `this` and arguments and its result is used, so a function

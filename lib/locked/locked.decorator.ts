@@ -9,7 +9,11 @@ import { LOCK_DEFAULTS } from '../options/lock-defaults';
 import { MAX_LOCK_NAME_LENGTH, MAX_TIMER_MS } from '../options/limits';
 import { MANUAL_LOCK_NAME, ResolvedLockOptions, resolveLockOptions } from '../options/resolve-options';
 import { injectLockServiceInto } from './lock-service-injection';
+import { recordDeferredMethod, type DeferredMethod } from '../defer/deferred-methods';
+import { invokeDeferring } from './locked-deferral';
 import type {
+  DeferLockedMethodDecorator,
+  DeferLockedOptions,
   FailFastLockedMethodDecorator,
   FailFastLockedOptions,
   LockedMethodDecorator,
@@ -44,12 +48,14 @@ import type { LockedOptions } from './locked-options.interface';
  *   `Observable` (the lock is held for each subscription): a synchronous method is a compile error, and a
  *   declared synchronous return type (emitDecoratorMetadata) an error at class definition. Generator methods are refused.
  * - With `onBusy: 'fail-fast'` the method's declared result must admit the fallback (`Promise<T | undefined>`
- *   without one); `'retry'` and `'throw'` never change the result type.
+ *   without one); `'retry'` and `'throw'` never change the result type. With `onBusy: 'defer'` a busy key makes
+ *   the call a durable job (module option `defer`) and the method resolves to a `Deferred`: declare `Promise<T | Deferred>`.
  * - Needs `experimentalDecorators` (as NestJS does); a standard (TC39) decorator call is refused with a LockOptionsError.
  * - The `LockService` is found at call time on the instance (Nest injects it, request-scoped instances
  *   included); without it, or before the application is initialised, the call fails and the method does not run.
  */
 export function Locked<const F = undefined>(keys: LockKeySpec, options: FailFastLockedOptions<F>): FailFastLockedMethodDecorator<F>;
+export function Locked(keys: LockKeySpec, options: DeferLockedOptions): DeferLockedMethodDecorator;
 export function Locked(keys: LockKeySpec, options?: WaitingLockedOptions): LockedMethodDecorator;
 /** Options whose policy is not known at compile time (a `LockedOptions` variable): the fallback cannot be checked. */
 export function Locked<O extends LockedOptions>(keys: LockKeySpec, options: O & PolicyUnknownAtCompileTime<O>): LockedMethodDecorator;
@@ -72,16 +78,40 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}): LockedMe
     }
     rejectGenerators(original, where);
     rejectSynchronousMethod(original, Reflect.getMetadata('design:returntype', target, propertyKey), where);
-    const lockOptions = checkOptions(options, where);
+    const defers = options?.onBusy === 'defer';
+    const { onBusy: _onBusy, deferKey, ...nonDeferOptions } = options ?? {};
+    if (!defers && deferKey !== undefined) throw new LockOptionsError(`${where} options.deferKey`, `deferKey is only used with onBusy: 'defer'.`);
+    const lockOptions = checkOptions(defers ? nonDeferOptions : options, where);
     lockOptions.name ??= metricNameOf(keys, className, propertyKey);
     const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
-    const keySource: CompiledKeySource = compileKeySource(keys, Math.max(paramTypes?.length ?? 0, original.length), where);
+    const declaredArgs = Math.max(paramTypes?.length ?? 0, original.length);
+    const keySource: CompiledKeySource = compileKeySource(keys, declaredArgs, where);
     const returnsObservable = isObservableType(Reflect.getMetadata('design:returntype', target, propertyKey));
 
     const method: LockedMethod = { where, original: original as LockedMethod['original'], keys: keySource, lockOptions, fallback: options.fallback };
+    let deferred: DeferredMethod | undefined;
+    if (defers) {
+      if (returnsObservable) throw new LockOptionsError(`${where} options.onBusy`, `'defer' needs a Promise method, not an Observable one.`);
+      const { waitTimeout, ...jobLockOptions } = lockOptions;
+      deferred = {
+        name: `${className}.${String(propertyKey)}`,
+        where,
+        original: method.original,
+        keys: keySource,
+        lockOptions: jobLockOptions,
+        waitFirst: waitTimeout,
+        deferKey: deferKey === undefined ? undefined : compileKeySource(deferKey, declaredArgs, `${where} deferKey`),
+      };
+      recordDeferredMethod(target, deferred);
+    }
     const wrapper = new Proxy(original, {
       // `name` and `length` are read through to the original by the Proxy itself.
-      apply: (_fn, self, args: unknown[]) => (returnsObservable ? invokeForObservable(method, self, args) : invokeForPromise(method, self, args)),
+      apply: (_fn, self, args: unknown[]) =>
+        deferred
+          ? invokeDeferring(method, deferred, self, args)
+          : returnsObservable
+            ? invokeForObservable(method, self, args)
+            : invokeForPromise(method, self, args),
     });
     // Decorators written below @Locked have already put their metadata on the original function;
     // those above will write onto the wrapper. Copy the former so both are visible on the wrapper.
@@ -120,8 +150,8 @@ function rejectGenerators(fn: object, where: string): void {
 const DECORATION_BASE: ResolvedLockOptions = { ...LOCK_DEFAULTS, name: MANUAL_LOCK_NAME, retryDelay: { min: 1, max: MAX_TIMER_MS } };
 
 function checkOptions(options: LockedOptions, where: string): LockOptions {
-  resolveLockOptions(DECORATION_BASE, options, `${where} options`);
-  const { fallback: _fallback, allowOuterWrapper, ...lockOptions } = options;
+  resolveLockOptions(DECORATION_BASE, options as LockOptions, `${where} options`);
+  const { fallback: _fallback, allowOuterWrapper, deferKey: _deferKey, ...lockOptions } = options as LockedOptions & LockOptions;
   if (allowOuterWrapper !== undefined && typeof allowOuterWrapper !== 'boolean') {
     throw new LockOptionsError(`${where} options.allowOuterWrapper`, `expected a boolean, got ${describeValue(allowOuterWrapper)}.`);
   }

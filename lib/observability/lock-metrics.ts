@@ -6,6 +6,9 @@ export type AcquireOutcome = 'acquired' | 'busy' | 'timeout' | 'error';
 /** What one watchdog renewal found: `lock.outcome` of `lock.renewals`. */
 export type RenewalOutcome = 'renewed' | 'lost' | 'error';
 
+/** What happened to a deferred call (`@Locked(…, { onBusy: 'defer' })`): `lock.outcome` of `lock.deferred`. */
+export type DeferOutcome = 'enqueued' | 'retried' | 'completed' | 'failed';
+
 /** One finished acquisition, as the engine saw it (times on the monotonic clock, lib/time/clock.ts). */
 export interface AcquireRecord {
   /** Bounded metric name of the lock (`LockOptions.name`, the `@Locked` template, or `'manual'`), never the key. */
@@ -33,6 +36,10 @@ export interface LockMetrics {
   releaseValidationFailed(name: string): void;
   lost(name: string, reason: LockLostReason): void;
   renewal(name: string, outcome: RenewalOutcome): void;
+  /** A deferred call was enqueued, retried (busy key or a throwing method), completed, or failed for good (dead letter). */
+  deferred(name: string, outcome: DeferOutcome): void;
+  /** A deferred call finished (completed or failed for good) `ms` after it was enqueued. */
+  deferDuration(name: string, outcome: 'completed' | 'failed', ms: number): void;
 }
 
 const ignore = (): void => undefined;
@@ -44,4 +51,6 @@ export const NO_LOCK_METRICS: LockMetrics = Object.freeze({
   releaseValidationFailed: ignore,
   lost: ignore,
   renewal: ignore,
+  deferred: ignore,
+  deferDuration: ignore,
 });

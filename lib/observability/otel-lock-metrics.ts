@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Attributes, Counter, Histogram, Meter, MeterProvider, Tracer, TracerProvider } from '@opentelemetry/api';
 import type { LockLostReason } from '../errors/lock-lost.error';
-import type { AcquireRecord, LockMetrics, RenewalOutcome } from './lock-metrics';
+import type { AcquireRecord, DeferOutcome, LockMetrics, RenewalOutcome } from './lock-metrics';
 import { NO_LOCK_METRICS } from './lock-metrics';
 import { OpenTelemetryApi, loadOpenTelemetryApi } from './otel-api';
 
@@ -22,6 +22,8 @@ export const LOCK_METRIC_NAMES = {
   releaseValidationFailures: 'lock.release.validation_failures',
   lost: 'lock.lost',
   renewals: 'lock.renewals',
+  deferred: 'lock.deferred',
+  deferDuration: 'lock.defer.duration',
 } as const;
 
 interface Instruments {
@@ -31,6 +33,8 @@ interface Instruments {
   releaseValidationFailures: Counter;
   lost: Counter;
   renewals: Counter;
+  deferred: Counter;
+  deferDuration: Histogram;
 }
 
 function createInstruments(meter: Meter): Instruments {
@@ -45,6 +49,11 @@ function createInstruments(meter: Meter): Instruments {
     }),
     lost: meter.createCounter(n.lost, { description: 'Held leases lost before release(), by reason.' }),
     renewals: meter.createCounter(n.renewals, { description: 'Watchdog renewals by outcome (renewed, lost, error).' }),
+    deferred: meter.createCounter(n.deferred, { description: "Deferred calls (onBusy 'defer') by outcome (enqueued, retried, completed, failed)." }),
+    deferDuration: meter.createHistogram(n.deferDuration, {
+      ...seconds,
+      description: 'Time from deferring a call to its completion or final failure.',
+    }),
   };
 }
 
@@ -120,6 +129,14 @@ class OpenTelemetryLockMetrics implements LockMetrics {
 
   renewal(name: string, outcome: RenewalOutcome): void {
     this.instruments.renewals.add(1, { 'lock.name': name, 'lock.outcome': outcome });
+  }
+
+  deferred(name: string, outcome: DeferOutcome): void {
+    this.instruments.deferred.add(1, { 'lock.name': name, 'lock.outcome': outcome });
+  }
+
+  deferDuration(name: string, outcome: 'completed' | 'failed', ms: number): void {
+    this.instruments.deferDuration.record(ms / 1000, { 'lock.name': name, 'lock.outcome': outcome });
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { DeferModuleOptions } from './defer-options.interface';
 import type { LockOptions } from './lock-options.interface';
 
 /** `redis` accepts a URL, ioredis options, or a client you created (which the module never closes). */
@@ -57,4 +58,10 @@ export interface DistributedLockModuleOptions extends Omit<LockOptions, 'name'> 
    * @default true
    */
   httpErrors?: boolean;
+  /**
+   * The durable queue behind `@Locked(…, { onBusy: 'defer' })` (BullMQ, an optional peer dependency, loaded only
+   * when this is set). Every instance enqueues; each runs a worker unless `worker: false`.
+   * @default undefined (no queue: a method with onBusy 'defer' fails startup)
+   */
+  defer?: DeferModuleOptions;
 }

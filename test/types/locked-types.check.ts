@@ -4,7 +4,7 @@
  * Without the `@Locked` typings all the expected errors vanish and this file fails to type-check.
  */
 import { Observable, of } from 'rxjs';
-import { Locked, LockedOptions } from '../../lib';
+import { Deferred, Locked, LockedOptions } from '../../lib';
 
 const dynamicOptions: LockedOptions = { onBusy: 'fail-fast' };
 
@@ -172,6 +172,47 @@ export class NoFallbackWithoutFailFast {
   // @ts-expect-error a fallback is meaningless with 'throw'
   @Locked('a', { onBusy: 'throw', fallback: 1 })
   async throws(): Promise<number> {
+    return 1;
+  }
+}
+
+/** 'defer' resolves to a Deferred when the key is busy: the declared result must admit it, and the method must return a Promise. */
+export class DeferMustAdmitDeferred {
+  @Locked('a:<0>', { onBusy: 'defer' })
+  async accepted(id: string): Promise<string | Deferred> {
+    return id;
+  }
+
+  @Locked('a:<0>', { onBusy: 'defer', deferKey: 'request:<1>', waitTimeout: 100 })
+  async acceptedWithKey(_id: string, _requestId: string): Promise<void | Deferred> {}
+
+  // @ts-expect-error resolves to a Deferred when busy, declared Promise<string>
+  @Locked('a:<0>', { onBusy: 'defer' })
+  async notAdmitted(id: string): Promise<string> {
+    return id;
+  }
+
+  // @ts-expect-error a deferred call cannot be an Observable (nothing to subscribe to later)
+  @Locked('a', { onBusy: 'defer' })
+  stream(): Observable<Deferred> {
+    return of();
+  }
+
+  // @ts-expect-error synchronous, defer
+  @Locked('a', { onBusy: 'defer' })
+  sync(): Deferred {
+    return new Deferred('1', 'X.sync', 'q');
+  }
+
+  // @ts-expect-error deferKey is meaningless without 'defer'
+  @Locked('a', { onBusy: 'retry', deferKey: 'b' })
+  async keyWithoutDefer(): Promise<number> {
+    return 1;
+  }
+
+  // @ts-expect-error a fallback is meaningless with 'defer'
+  @Locked('a', { onBusy: 'defer', fallback: 1 })
+  async fallbackWithDefer(): Promise<number | Deferred> {
     return 1;
   }
 }

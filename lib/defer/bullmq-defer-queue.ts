@@ -1,0 +1,153 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from '@nestjs/common';
+import type { Job, Queue, Worker } from 'bullmq';
+import Redis, { type RedisOptions } from 'ioredis';
+import { DistributedLockError } from '../errors/distributed-lock.error';
+import type { RedisConnectionOption } from '../options/distributed-lock-module-options.interface';
+import type { ResolvedDeferOptions } from '../options/defer-options.interface';
+import type { LockMetrics } from '../observability/lock-metrics';
+import { Deferred } from './deferred';
+import { decodeDeferredArguments, encodeDeferredArguments, type EncodedArguments } from './defer-arguments';
+import type { DeferQueue } from './defer-queue';
+import type { DeferredMethod } from './deferred-methods';
+
+/** What a job carries: the method's stable name and its arguments (JSON). */
+interface DeferredJobData extends EncodedArguments {
+  readonly method: string;
+}
+
+/** A deferring method and the (singleton) instance the worker runs it on. */
+export interface DeferTarget {
+  readonly instance: object;
+  readonly method: DeferredMethod;
+}
+
+/** How the worker runs a target under its lock: the application's `withLock` with the method's options and 'retry'. */
+export type RunUnderLock = (target: DeferTarget, args: unknown[]) => Promise<unknown>;
+
+/** Completed jobs stay this long, so a repeated defer with the same `deferKey` is still recognised (idempotency window). */
+const KEEP_COMPLETED_SECONDS = 3600;
+
+/**
+ * The BullMQ side of `onBusy: 'defer'`: a Queue every instance enqueues on and, unless `worker: false`, a
+ * Worker running the jobs. Loaded only when the module has a `defer` option (bullmq is an optional peer).
+ * Its connections are its own (BullMQ's blocking commands need `maxRetriesPerRequest: null`), built from
+ * the module's `redis` option, or `duplicate()`d from a client you passed, and closed by `close()`.
+ */
+export class BullmqDeferQueue implements DeferQueue {
+  private readonly connections: Redis[] = [];
+  private readonly queue: Queue<DeferredJobData>;
+  private worker?: Worker<DeferredJobData>;
+
+  constructor(
+    private readonly options: ResolvedDeferOptions,
+    private readonly redis: RedisConnectionOption,
+    private readonly metrics: LockMetrics,
+    private readonly logger: Logger,
+  ) {
+    const { Queue: QueueClass } = loadBullmq();
+    this.queue = new QueueClass<DeferredJobData>(options.queueName, { connection: this.connect() });
+    this.queue.on('error', (error) => this.logger.warn(`Defer queue "${options.queueName}": ${error.message}`));
+  }
+
+  async enqueue(method: DeferredMethod, args: readonly unknown[]): Promise<Deferred> {
+    const encoded = encodeDeferredArguments(args, method.where);
+    const jobId = method.deferKey ? idempotentJobId(method.name, method.deferKey.resolve(undefined, args)) : undefined;
+    const { attempts, backoff } = this.options;
+    const job = await this.queue.add(
+      method.name,
+      { method: method.name, ...encoded },
+      { jobId, attempts, backoff: { type: 'exponential', delay: backoff }, removeOnComplete: { age: KEEP_COMPLETED_SECONDS }, removeOnFail: false },
+    );
+    this.metrics.deferred(lockNameOf(method), 'enqueued');
+    return new Deferred(job.id ?? '', method.name, this.options.queueName);
+  }
+
+  /** Starts this instance's worker over the deferring methods found at startup (by stable name). */
+  startWorker(targets: ReadonlyMap<string, DeferTarget>, run: RunUnderLock): void {
+    const { Worker: WorkerClass } = loadBullmq();
+    const worker = new WorkerClass<DeferredJobData>(this.options.queueName, (job) => this.process(job, targets, run), {
+      connection: this.connect(),
+      concurrency: this.options.concurrency,
+      lockDuration: this.options.jobLease,
+      stalledInterval: this.options.jobLease,
+    });
+    worker.on('error', (error) => this.logger.warn(`Defer worker "${this.options.queueName}": ${error.message}`));
+    worker.on('completed', (job) => this.finished(job, targets, 'completed'));
+    worker.on('failed', (job, error) => {
+      if (!job) return;
+      const final = job.attemptsMade >= (job.opts.attempts ?? 1);
+      if (!final) return this.metrics.deferred(this.metricName(job, targets), 'retried');
+      this.finished(job, targets, 'failed');
+      this.logger.error(`Deferred ${job.data.method} (job ${job.id}) failed after ${job.attemptsMade} attempt(s): ${error.message}`);
+    });
+    this.worker = worker;
+  }
+
+  /** Stops taking jobs, waits for the running ones (like held locks drain), then closes the connections. */
+  async close(): Promise<void> {
+    await this.worker?.close();
+    await this.queue.close();
+    await Promise.all(this.connections.map((c) => c.quit().catch(() => c.disconnect())));
+  }
+
+  private async process(job: Job<DeferredJobData>, targets: ReadonlyMap<string, DeferTarget>, run: RunUnderLock): Promise<unknown> {
+    const target = targets.get(job.data.method);
+    if (!target) throw new Error(`DistributedLockError: no singleton provider with the deferring method ${job.data.method} on this instance.`);
+    try {
+      return await run(target, decodeDeferredArguments(job.data));
+    } catch (error) {
+      // The failed set keeps the message only: put the error's type name in it (`LockTimeoutError: …`).
+      const e = error instanceof Error ? error : new Error(String(error));
+      throw Object.assign(new Error(`${e.name}: ${e.message}`), { name: e.name });
+    }
+  }
+
+  private finished(job: Job<DeferredJobData>, targets: ReadonlyMap<string, DeferTarget>, outcome: 'completed' | 'failed'): void {
+    const name = this.metricName(job, targets);
+    this.metrics.deferred(name, outcome);
+    this.metrics.deferDuration(name, outcome, Math.max(0, Date.now() - job.timestamp));
+  }
+
+  private metricName(job: Job<DeferredJobData>, targets: ReadonlyMap<string, DeferTarget>): string {
+    const target = targets.get(job.data.method);
+    return target ? lockNameOf(target.method) : job.data.method;
+  }
+
+  private connect(): Redis {
+    const connection = bullmqConnection(this.redis);
+    this.connections.push(connection);
+    return connection;
+  }
+}
+
+const lockNameOf = (m: DeferredMethod): string => m.lockOptions.name ?? m.name;
+
+/** A jobId BullMQ accepts (no ':' and not an integer), one per resolved deferKey of the method. */
+function idempotentJobId(method: string, keys: readonly string[]): string {
+  return `${method}#${createHash('sha256').update(keys.join('\0')).digest('base64url').slice(0, 32)}`;
+}
+
+/** A connection for BullMQ from the module's `redis` option; BullMQ needs `maxRetriesPerRequest: null` for its workers. */
+function bullmqConnection(option: RedisConnectionOption): Redis {
+  const overrides: RedisOptions = { maxRetriesPerRequest: null };
+  if (typeof option === 'string') return new Redis(option, overrides);
+  const client = option as { duplicate?: (o?: RedisOptions) => unknown; isCluster?: boolean };
+  if (client.isCluster === true) {
+    throw new DistributedLockError(
+      `onBusy 'defer' does not support a Redis Cluster client yet: give DistributedLockModule a single Redis (or Sentinel) for it.`,
+    );
+  }
+  if (typeof client.duplicate === 'function') return client.duplicate(overrides) as Redis;
+  return new Redis({ ...(option as RedisOptions), ...overrides });
+}
+
+/** bullmq, required on first use only (optional peer dependency). */
+function loadBullmq(): typeof import('bullmq') {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- optional peer: a static import would make it mandatory
+    return require('bullmq') as typeof import('bullmq');
+  } catch (error) {
+    throw new DistributedLockError(`The module's "defer" option needs the bullmq package: npm install bullmq.`, { cause: error });
+  }
+}

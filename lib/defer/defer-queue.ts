@@ -1,0 +1,19 @@
+import type { DeferredMethod } from './deferred-methods';
+import type { Deferred } from './deferred';
+
+/** What the `@Locked` wrapper needs of the queue: enqueue one call. Implemented over BullMQ (bullmq-defer-queue.ts). */
+export interface DeferQueue {
+  enqueue(method: DeferredMethod, args: readonly unknown[]): Promise<Deferred>;
+}
+
+/** The queue of each application's lock service (a WeakMap, not a global: two applications in one process keep theirs). */
+const queues = new WeakMap<object, DeferQueue>();
+
+export function attachDeferQueue(lockService: object, queue: DeferQueue | undefined): void {
+  if (queue) queues.set(lockService, queue);
+  else queues.delete(lockService);
+}
+
+export function deferQueueOf(lockService: object): DeferQueue | undefined {
+  return queues.get(lockService);
+}

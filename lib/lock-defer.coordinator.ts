@@ -1,0 +1,94 @@
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import type { BullmqDeferQueue, DeferTarget } from './defer/bullmq-defer-queue';
+import { attachDeferQueue } from './defer/defer-queue';
+import { deferredMethodsOf } from './defer/deferred-methods';
+import { resolveDeferOptions } from './defer/resolve-defer-options';
+import { DISTRIBUTED_LOCK_OPTIONS } from './distributed-lock.module-definition';
+import { DistributedLockError } from './errors/distributed-lock.error';
+import { LockService } from './lock.service';
+import type { DistributedLockModuleOptions } from './options/distributed-lock-module-options.interface';
+import type { ResolvedDeferOptions } from './options/defer-options.interface';
+
+/**
+ * Wires `@Locked(…, { onBusy: 'defer' })` to BullMQ when the module has a `defer` option (bullmq is loaded
+ * only then): attaches the queue to this application's LockService at init, starts the worker over the
+ * deferring methods of singleton providers and controllers (by `ClassName.method`) once the application is
+ * up, and closes the worker (running jobs finish) before the LockService closes its engine.
+ */
+@Injectable()
+export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly settings?: ResolvedDeferOptions;
+  private queue?: BullmqDeferQueue;
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    @Inject(DISTRIBUTED_LOCK_OPTIONS) private readonly options: DistributedLockModuleOptions,
+    private readonly locks: LockService,
+  ) {
+    this.settings = resolveDeferOptions(options.defer);
+  }
+
+  onModuleInit(): void {
+    if (!this.settings) return;
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazy: bullmq (optional peer) is loaded only with a defer option
+    const { BullmqDeferQueue: QueueClass } = require('./defer/bullmq-defer-queue') as typeof import('./defer/bullmq-defer-queue');
+    this.queue = new QueueClass(this.settings, this.options.redis, this.locks.engine.metrics, this.locks.engine.logger);
+    attachDeferQueue(this.locks, this.queue);
+  }
+
+  onApplicationBootstrap(): void {
+    const targets = this.findTargets();
+    if (targets.size > 0 && !this.queue) {
+      const names = [...targets.keys()].join(', ');
+      throw new DistributedLockError(
+        `${names} use onBusy 'defer', but DistributedLockModule has no "defer" option: add defer: {} (BullMQ settings) to forRoot.`,
+      );
+    }
+    if (this.queue && this.settings?.worker) {
+      this.queue.startWorker(targets, ({ instance, method }, args) =>
+        this.locks.withLock(method.keys.resolve(instance, args), () => Reflect.apply(method.original, instance, args), {
+          ...method.lockOptions,
+          onBusy: 'retry',
+        }),
+      );
+    }
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    attachDeferQueue(this.locks, undefined);
+    await this.queue?.close();
+  }
+
+  /** Deferring methods by stable name, on the instance the worker runs them on (request-scoped classes are refused). */
+  private findTargets(): Map<string, DeferTarget> {
+    const targets = new Map<string, DeferTarget>();
+    for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
+      const instance: unknown = wrapper.instance;
+      if (instance === null || typeof instance !== 'object') continue;
+      const methods = deferredMethodsOf(instance);
+      if (methods.length === 0) continue;
+      if (!isSingleton(wrapper)) {
+        throw new DistributedLockError(
+          `${methods[0].where}: onBusy 'defer' needs a singleton provider (the worker runs the job outside any request); ` +
+            `this class is request-scoped or transient. Move the method to a singleton service.`,
+        );
+      }
+      for (const method of methods) {
+        const other = targets.get(method.name);
+        if (other && other.instance !== instance) {
+          throw new DistributedLockError(
+            `${method.where}: two providers have the deferring method ${method.name}; jobs name methods by class and method, so rename one class.`,
+          );
+        }
+        targets.set(method.name, { instance, method });
+      }
+    }
+    return targets;
+  }
+}
+
+function isSingleton(wrapper: InstanceWrapper): boolean {
+  return wrapper.isDependencyTreeStatic() && !wrapper.isTransient;
+}

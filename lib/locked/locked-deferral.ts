@@ -1,0 +1,40 @@
+import { encodeDeferredArguments } from '../defer/defer-arguments';
+import { deferQueueOf } from '../defer/defer-queue';
+import type { DeferredMethod } from '../defer/deferred-methods';
+import { DistributedLockError } from '../errors/distributed-lock.error';
+import { LockTimeoutError } from '../errors/lock-timeout.error';
+import type { WithLockOptions } from '../options/lock-options.interface';
+import { invokeOriginal, nameOwnBusyError, type LockedMethod } from './locked-invocation';
+import { lockServiceOf } from './lock-service-of';
+
+/** The fail-fast fallback of a deferring call: only this call's own busy key resolves to it. */
+const BUSY = Symbol('busy');
+
+/**
+ * A `'defer'` call: arguments are checked first (DeferArgumentError, nothing enqueued), then the lock is
+ * tried (or waited for, with `waitTimeout`); when taken, the method runs here as usual; when the key is busy
+ * (or the wait ran out), the call is enqueued and the promise resolves to its `Deferred` at once.
+ */
+export async function invokeDeferring(m: LockedMethod, d: DeferredMethod, self: unknown, args: unknown[]): Promise<unknown> {
+  const service = lockServiceOf(self, m.where);
+  const queue = deferQueueOf(service);
+  if (!queue) {
+    throw new DistributedLockError(
+      `${m.where} has onBusy 'defer', but its lock module has no queue: configure DistributedLockModule.forRoot({ redis, defer: {} }). The method was not run.`,
+    );
+  }
+  encodeDeferredArguments(args, m.where);
+  const keys = m.keys.resolve(self, args);
+  const options: WithLockOptions<typeof BUSY> =
+    d.waitFirst === undefined
+      ? { ...m.lockOptions, onBusy: 'fail-fast', fallback: BUSY }
+      : { ...m.lockOptions, onBusy: 'retry', waitTimeout: d.waitFirst };
+  let result: unknown;
+  try {
+    result = await service.withLock(keys, () => invokeOriginal(m, self, args), options);
+  } catch (error) {
+    if (error instanceof LockTimeoutError && keys.includes(error.key)) return queue.enqueue(d, args);
+    nameOwnBusyError(error, m, keys);
+  }
+  return result === BUSY ? queue.enqueue(d, args) : result;
+}

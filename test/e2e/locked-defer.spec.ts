@@ -1,0 +1,223 @@
+/**
+ * onBusy 'defer' on a real Redis with real BullMQ: three Nest applications (instances) in this process share
+ * one queue; a busy key makes the call a job that some instance's worker runs later under the same lock.
+ */
+import { Controller, INestApplication, Injectable, Module, Param, Post } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { Queue } from 'bullmq';
+import { performance } from 'perf_hooks';
+import request from 'supertest';
+import '../harness/quiet-logs';
+import { DeferArgumentError, Deferred, DistributedLockModule, LockService, Locked, currentLock } from '../../lib';
+import type { DeferModuleOptions } from '../../lib';
+import { RedisProcess } from '../harness/redis-process';
+import { pollUntil, sleep } from '../unit/core-helpers';
+
+interface Run {
+  user: string;
+  token: number;
+  start: number;
+  end: number;
+}
+
+/** Every run of every instance (the three applications share this process). */
+const runs: Run[] = [];
+
+@Injectable()
+class Claims {
+  @Locked('claim:<0>', { onBusy: 'defer', ttl: 2_000 })
+  async claim(campaign: string, user: { id: string }): Promise<{ claimedBy: string } | Deferred> {
+    const start = performance.now();
+    const token = currentLock()!.fencingToken;
+    await sleep(15);
+    runs.push({ user: user.id, token, start, end: performance.now() });
+    return { claimedBy: `${campaign}/${user.id}` };
+  }
+
+  @Locked('broken:<0>', { onBusy: 'defer' })
+  async alwaysFails(id: string): Promise<void | Deferred> {
+    await sleep(1);
+    throw new TypeError(`inventory for ${id} is unreachable`);
+  }
+
+  @Locked('order:<0>', { onBusy: 'defer', deferKey: 'request:<1>' })
+  async pay(order: string, requestId: string): Promise<string | Deferred> {
+    runs.push({ user: `${order}/${requestId}`, token: currentLock()!.fencingToken, start: 0, end: 0 });
+    return 'paid';
+  }
+
+  @Locked('anything:<0>', { onBusy: 'defer' })
+  async takes(id: string, _payload: unknown): Promise<string | Deferred> {
+    return id;
+  }
+}
+
+@Controller('claims')
+class ClaimsController {
+  constructor(private readonly claims: Claims) {}
+
+  @Post(':campaign/:user')
+  claim(@Param('campaign') campaign: string, @Param('user') user: string): Promise<{ claimedBy: string } | Deferred> {
+    return this.claims.claim(campaign, { id: user });
+  }
+}
+
+describe("@Locked onBusy 'defer' (BullMQ)", () => {
+  let redis: RedisProcess;
+  let apps: INestApplication[] = [];
+  let queue: Queue | undefined;
+  let queueName = '';
+  let testNo = 0;
+
+  beforeAll(async () => {
+    redis = await RedisProcess.start();
+  });
+  afterAll(() => redis.stop());
+  beforeEach(() => {
+    runs.length = 0;
+    queueName = `defer-test-${++testNo}`;
+  });
+  afterEach(async () => {
+    await Promise.all(apps.map((a) => a.close()));
+    apps = [];
+    await queue?.close();
+    queue = undefined;
+  });
+
+  async function startApps(count: number, defer: DeferModuleOptions = {}): Promise<{ app: INestApplication; claims: Claims; locks: LockService }[]> {
+    const made = [];
+    for (let i = 0; i < count; i++) {
+      @Module({
+        imports: [
+          DistributedLockModule.forRoot({
+            redis: redis.url,
+            keyPrefix: 'defer:',
+            defer: { queueName, attempts: 3, backoff: 50, concurrency: 2, ...defer },
+          }),
+        ],
+        providers: [Claims],
+        controllers: [ClaimsController],
+      })
+      class AppModule {}
+      const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+      const app = moduleRef.createNestApplication({ logger: ['error'] });
+      await app.init();
+      apps.push(app);
+      made.push({ app, claims: app.get(Claims), locks: app.get(LockService) });
+    }
+    queue = new Queue(queueName, { connection: { host: redis.host, port: redis.port } });
+    return made;
+  }
+
+  const counts = () => queue!.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children');
+  const drained = async () => {
+    const c = await counts();
+    return c.waiting + c.active + c.delayed + c.prioritized === 0;
+  };
+
+  it('a burst on one key over three instances: every call ran here or was deferred and ran once later, one at a time, tokens rising', async () => {
+    const instances = await startApps(3);
+    const users = Array.from({ length: 30 }, (_, i) => `u${i}`);
+    const results = await Promise.all(users.map((u, i) => instances[i % 3].claims.claim('spring', { id: u })));
+    const deferred = results.filter((r): r is Deferred => r instanceof Deferred);
+    const ranAtOnce = results.filter((r) => !(r instanceof Deferred));
+    expect(deferred.length).toBeGreaterThan(0);
+    expect(ranAtOnce.length).toBeGreaterThan(0);
+    expect(new Set(deferred.map((d) => d.jobId)).size).toBe(deferred.length);
+
+    expect(await pollUntil(drained, 40_000, 50)).toBe(true);
+    const c = await counts();
+    expect(c.failed).toBe(0);
+    expect(c.completed).toBe(deferred.length);
+    // 0 lost, 0 duplicates: each user ran exactly once.
+    expect(runs.map((r) => r.user).sort()).toEqual([...users].sort());
+    // Under the lock: no two runs overlapped, and the fencing token rose with each.
+    const ordered = [...runs].sort((a, b) => a.start - b.start);
+    for (let i = 1; i < ordered.length; i++) {
+      expect(ordered[i].start).toBeGreaterThanOrEqual(ordered[i - 1].end);
+      expect(ordered[i].token).toBeGreaterThan(ordered[i - 1].token);
+    }
+  }, 55_000);
+
+  it('a method that always throws: retried, then in the failed set after `attempts` runs with its error type and message', async () => {
+    const [{ claims, locks }] = await startApps(1, { attempts: 3, backoff: 20 });
+    const held = await locks.acquire('broken:x');
+    const answer = await claims.alwaysFails('x');
+    expect(answer).toBeInstanceOf(Deferred);
+    await held.release();
+    expect(await pollUntil(async () => (await counts()).failed === 1, 20_000, 50)).toBe(true);
+    const job = (await queue!.getJob((answer as Deferred).jobId))!;
+    expect(job.attemptsMade).toBe(3);
+    expect(job.failedReason).toBe('TypeError: inventory for x is unreachable');
+    expect((await counts()).completed).toBe(0);
+  });
+
+  it('arguments that would not survive JSON: a typed DeferArgumentError naming the argument, and nothing enqueued', async () => {
+    const [{ claims, locks }] = await startApps(1);
+    const held = await locks.acquire('anything:x');
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    class Dto {
+      constructor(readonly at = 1) {}
+    }
+    const bad: [unknown, RegExp][] = [
+      [() => 1, /args\[1\] is a function/],
+      [Symbol('s'), /args\[1\] is a symbol/],
+      [10n, /args\[1\] is a BigInt/],
+      [circular, /args\[1\]\.self is a circular reference/],
+      [new Map(), /args\[1\] is an instance of Map/],
+      [new Set([1]), /args\[1\] is an instance of Set/],
+      [new Date(), /args\[1\] is an instance of Date/],
+      [{ items: [new Dto()] }, /args\[1\]\.items\[0\] is an instance of Dto/],
+      [[1, undefined], /args\[1\]\[1\] is undefined inside an array/],
+      [NaN, /args\[1\] is NaN/],
+    ];
+    for (const [payload, message] of bad) {
+      const call = claims.takes('x', payload);
+      await expect(call).rejects.toBeInstanceOf(DeferArgumentError);
+      await expect(call).rejects.toThrow(message);
+    }
+    // Also refused while the key is free: the answer does not depend on contention.
+    await held.release();
+    await expect(claims.takes('x', new Map())).rejects.toBeInstanceOf(DeferArgumentError);
+    const c = await counts();
+    expect(c.waiting + c.delayed + c.active + c.completed + c.failed).toBe(0);
+    // A plain object, an undefined property and an undefined argument are fine.
+    const held2 = await locks.acquire('anything:x');
+    await expect(claims.takes('x', { a: [1, 'b', null, { c: true }], gone: undefined })).resolves.toBeInstanceOf(Deferred);
+    await held2.release();
+  });
+
+  it('deferKey: repeated defers of one logical call are one job, another request id another job', async () => {
+    const [{ claims, locks }] = await startApps(1);
+    const held = await locks.acquire('order:o1');
+    const first = (await claims.pay('o1', 'r1')) as Deferred;
+    const again = (await claims.pay('o1', 'r1')) as Deferred;
+    const other = (await claims.pay('o1', 'r2')) as Deferred;
+    expect(first).toBeInstanceOf(Deferred);
+    expect(again.jobId).toBe(first.jobId);
+    expect(other.jobId).not.toBe(first.jobId);
+    await held.release();
+    expect(await pollUntil(async () => (await counts()).completed === 2, 20_000, 50)).toBe(true);
+    expect(runs.map((r) => r.user).sort()).toEqual(['o1/r1', 'o1/r2']);
+    // After completion the same request id is still recognised (no third run).
+    const held2 = await locks.acquire('order:o1');
+    expect(((await claims.pay('o1', 'r1')) as Deferred).jobId).toBe(first.jobId);
+    await held2.release();
+    await sleep(200);
+    expect(runs).toHaveLength(2);
+  });
+
+  it('HTTP: a deferred call answers 202 Accepted with the job id; a free key answers 201 with the result', async () => {
+    const [{ app, locks }] = await startApps(1, { worker: false });
+    const free = await request(app.getHttpServer()).post('/claims/fall/u1');
+    expect(free.status).toBe(201);
+    expect(free.body).toEqual({ claimedBy: 'fall/u1' });
+    const held = await locks.acquire('claim:fall');
+    const busy = await request(app.getHttpServer()).post('/claims/fall/u2');
+    await held.release();
+    expect(busy.status).toBe(202);
+    expect(busy.body).toEqual({ status: 'deferred', jobId: expect.any(String), method: 'Claims.claim', queue: queueName });
+    expect((await counts()).waiting).toBe(1); // worker: false: this instance only produces
+  });
+});
