@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '@nestjs/common';
 import type { Job, Queue, Worker } from 'bullmq';
-import Redis, { type RedisOptions } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import type { RedisConnectionOption } from '../options/distributed-lock-module-options.interface';
+import { bullmqConnection } from '../redis/bullmq-connection';
 import type { ResolvedDeferOptions } from '../options/defer-options.interface';
 import type { LockMetrics } from '../observability/lock-metrics';
 import { Deferred } from './deferred';
@@ -93,7 +94,7 @@ export class BullmqDeferQueue implements DeferQueue {
 
   private async process(job: Job<DeferredJobData>, targets: ReadonlyMap<string, DeferTarget>, run: RunUnderLock): Promise<unknown> {
     const target = targets.get(job.data.method);
-    if (!target) throw new Error(`DistributedLockError: no singleton provider with the deferring method ${job.data.method} on this instance.`);
+    if (!target) throw new DistributedLockError(`No singleton provider with the deferring method ${job.data.method} on this instance.`);
     try {
       return await run(target, decodeDeferredArguments(job.data));
     } catch (error) {
@@ -126,20 +127,6 @@ const lockNameOf = (m: DeferredMethod): string => m.lockOptions.name ?? m.name;
 /** A jobId BullMQ accepts (no ':' and not an integer), one per resolved deferKey of the method. */
 function idempotentJobId(method: string, keys: readonly string[]): string {
   return `${method}#${createHash('sha256').update(keys.join('\0')).digest('base64url').slice(0, 32)}`;
-}
-
-/** A connection for BullMQ from the module's `redis` option; BullMQ needs `maxRetriesPerRequest: null` for its workers. */
-function bullmqConnection(option: RedisConnectionOption): Redis {
-  const overrides: RedisOptions = { maxRetriesPerRequest: null };
-  if (typeof option === 'string') return new Redis(option, overrides);
-  const client = option as { duplicate?: (o?: RedisOptions) => unknown; isCluster?: boolean };
-  if (client.isCluster === true) {
-    throw new DistributedLockError(
-      `onBusy 'defer' does not support a Redis Cluster client yet: give DistributedLockModule a single Redis (or Sentinel) for it.`,
-    );
-  }
-  if (typeof client.duplicate === 'function') return client.duplicate(overrides) as Redis;
-  return new Redis({ ...(option as RedisOptions), ...overrides });
 }
 
 /** bullmq, required on first use only (optional peer dependency). */
