@@ -15,14 +15,8 @@ describe('handover', () => {
   const suite = lockSuite({ keyPrefix: 'ho:', ttl: 5_000, waitTimeout: 10_000 });
   const makeService = (options: Partial<DistributedLockModuleOptions> = {}) => suite.makeService(options);
 
-  it('a late handover message for key a does not make a multi-key wait believe it holds key b', async () => {
-    const holderA = await makeService();
-    const holderB = await makeService();
-    const heldA = await holderA.acquire('a');
-    const heldB = await holderB.acquire('b');
-
-    // The waiter's own client, so the test can reach the subscriber connection the wake channel
-    // duplicates from it and hold back what it reads (a slow subscriber socket).
+  /** A client for the waiter whose duplicates (the wake channel's subscriber) the test can reach, to hold back what they read. */
+  function clientWithSubscribers(): { source: Redis; subscribers: Redis[] } {
     const source = new Redis(suite.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
     suite.clients.push(source);
     const subscribers: Redis[] = [];
@@ -33,6 +27,18 @@ describe('handover', () => {
       suite.clients.push(copy);
       return copy;
     };
+    return { source, subscribers };
+  }
+
+  it('a late handover message for key a does not make a multi-key wait believe it holds key b', async () => {
+    const holderA = await makeService();
+    const holderB = await makeService();
+    const heldA = await holderA.acquire('a');
+    const heldB = await holderB.acquire('b');
+
+    // The waiter's own client, so the test can reach the subscriber connection the wake channel
+    // duplicates from it and hold back what it reads (a slow subscriber socket).
+    const { source, subscribers } = clientWithSubscribers();
     const waiter = await makeService({ redis: source, waiterLease: 300 });
 
     let settledAt = 0;
@@ -82,16 +88,7 @@ describe('handover', () => {
 
     // The waiter's own client: the test holds back what its command connection and its subscriber
     // connection (duplicated from it by the wake channel) read, as a slow or starved process would.
-    const source = new Redis(suite.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
-    suite.clients.push(source);
-    const subscribers: Redis[] = [];
-    const duplicate = source.duplicate.bind(source);
-    source.duplicate = (...args: Parameters<Redis['duplicate']>) => {
-      const copy = duplicate(...args);
-      subscribers.push(copy);
-      suite.clients.push(copy);
-      return copy;
-    };
+    const { source, subscribers } = clientWithSubscribers();
     // waiterLease 3 s: the waiter refreshes its place every 800–1000 ms.
     const waiter = await makeService({ redis: source, waiterLease: 3_000, commandTimeout: 10_000 });
 
