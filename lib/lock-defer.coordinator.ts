@@ -38,9 +38,19 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
     attachDeferQueue(this.locks, this.queue);
   }
 
-  onApplicationBootstrap(): void {
-    const targets = this.findTargets();
+  async onApplicationBootstrap(): Promise<void> {
+    let targets: Map<string, DeferTarget>;
+    try {
+      targets = this.findTargets();
+    } catch (error) {
+      // Startup fails here, and Nest runs no shutdown hook after a failed init: close what the lock
+      // module opened (queue, Redis connection), or the process would stay alive on them.
+      await this.queue?.close();
+      await this.locks.close();
+      throw error;
+    }
     if (targets.size > 0 && !this.queue) {
+      await this.locks.close();
       const names = [...targets.keys()].join(', ');
       throw new DistributedLockError(
         `${names} use onBusy 'defer', but DistributedLockModule has no "defer" option: add defer: {} (BullMQ settings) to forRoot.`,
