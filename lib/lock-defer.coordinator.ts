@@ -8,7 +8,7 @@ import { resolveDeferOptions } from './defer/resolve-defer-options';
 import { DISTRIBUTED_LOCK_OPTIONS } from './distributed-lock.module-definition';
 import { DistributedLockError } from './errors/distributed-lock.error';
 import { LockService } from './lock.service';
-import type { DistributedLockModuleOptions } from './options/distributed-lock-module-options.interface';
+import type { DistributedLockModuleOptions, RedisConnectionOption } from './options/distributed-lock-module-options.interface';
 import type { ResolvedDeferOptions } from './options/defer-options.interface';
 
 /**
@@ -34,7 +34,8 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
     if (!this.settings) return;
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazy: bullmq (optional peer) is loaded only with a defer option
     const { BullmqDeferQueue: QueueClass } = require('./defer/bullmq-defer-queue') as typeof import('./defer/bullmq-defer-queue');
-    this.queue = new QueueClass(this.settings, this.options.redis, this.locks.engine.metrics, this.locks.engine.logger);
+    // `defer` with `nodes` (Redlock: no single Redis for the queue) was refused when the LockService was built.
+    this.queue = new QueueClass(this.settings, this.options.redis as RedisConnectionOption, this.locks.engine.metrics, this.locks.engine.logger);
     attachDeferQueue(this.locks, this.queue);
   }
 

@@ -74,6 +74,7 @@ export class LockEngine implements LockRuntime {
       store: this.store,
       wakeChannel: this.wakeChannel,
       confirmsHandovers: this.backend.confirmsHandovers,
+      handoverIsWakeUp: this.backend.handoverIsWakeUp,
       waiterLease: settings.waiterLease,
       shutdown: this.shutdown.signal,
     };

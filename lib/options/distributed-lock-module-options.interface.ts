@@ -7,8 +7,28 @@ export type RedisConnectionOption = string | RedisOptions | Redis | Cluster;
 
 /** Module-wide defaults of every LockOptions field except `name`, which names one kind of lock. */
 export interface DistributedLockModuleOptions extends Omit<LockOptions, 'name'> {
-  /** Where locks live. A URL or options make a connection the module owns; an instance stays yours. */
-  redis: RedisConnectionOption;
+  /**
+   * Where locks live. A URL or options make a connection the module owns; an instance stays yours.
+   * Required unless `nodes` is given (never both).
+   */
+  redis?: RedisConnectionOption;
+  /**
+   * Redlock mode, instead of `redis`: an odd number (3, 5, …) of independent Redis masters (URLs,
+   * ioredis options or clients, never a Cluster or two entries for one server). Every operation runs
+   * on all of them and counts a majority: a lock survives the loss of a minority of the nodes.
+   * Fencing tokens stay strictly increasing (one extra round trip per acquisition).
+   * @default undefined (one Redis: `redis`)
+   */
+  nodes?: ReadonlyArray<string | RedisOptions | Redis>;
+  /**
+   * Redlock mode: a node that restarted without its data (no persistence) gives no votes for this
+   * many ms after it is first used again, so it cannot grant a lock it forgot while that lease may
+   * still run. Must be at least every lease (module, per-call or `extend` ttl); a longer ttl is
+   * refused. 0 turns it off (only safe with `appendonly yes` and `appendfsync always` on every node).
+   * A brand-new node is indistinguishable from a restarted one: a new deployment waits this once.
+   * @default the module's ttl
+   */
+  nodeRecoveryDelay?: number;
   /**
    * Namespace of every Redis key (and channel) the module writes. No `{` or `}` (they would pick the
    * Cluster slot instead of each lock's own hash tag) and no lone UTF-16 surrogate. @default 'lock:'

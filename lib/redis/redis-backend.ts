@@ -6,23 +6,29 @@ import { reportConnectionHealth } from './connection-health';
 import { ConnectionState } from './connection-state';
 import { RedisConnection, closeConnection, connectTimeoutFor, createRedisConnection, isClusterClient, waitUntilReady } from './redis-connection';
 import { RedisLockStore } from './redis-lock-store';
+import { RedlockBackend } from './redlock';
 import { ReplicaAcks } from './replica-acks';
 import { WakeChannel } from './wake-channel';
 
-/** The production backend: one Redis connection (the user's, or one the module owns), its store and its wake channel. */
-export const redisBackend: LockBackendFactory = (context) => new RedisBackend(context);
+/**
+ * The production backend: one Redis connection (the user's, or one the module owns), its store and
+ * its wake channel; with `nodes`, Redlock over independent masters (lib/redis/redlock).
+ */
+export const redisBackend: LockBackendFactory = (context) =>
+  context.options.nodes !== undefined ? new RedlockBackend(context) : new RedisBackend(context);
 
 class RedisBackend implements LockBackend {
   readonly store: RedisLockStore;
   readonly wakeChannel: WakeChannel;
   readonly confirmsHandovers: boolean;
+  readonly handoverIsWakeUp = false;
   private readonly connection: RedisConnection;
   private readonly connectionState: ConnectionState;
 
   constructor(private readonly context: LockBackendContext) {
     const { options, settings, serviceId, logger, shutdown } = context;
     assertRedisOptions(options, settings);
-    this.connection = createRedisConnection(options.redis, settings.commandTimeout);
+    this.connection = createRedisConnection(options.redis!, settings.commandTimeout);
     const { client, owned } = this.connection;
     this.connectionState = new ConnectionState(client, owned);
     if (owned) reportConnectionHealth(client, this.connectionState, logger, shutdown);
@@ -73,7 +79,10 @@ class RedisBackend implements LockBackend {
  */
 function assertRedisOptions(options: DistributedLockModuleOptions, settings: ResolvedModuleOptions): void {
   if (options.redis === undefined || options.redis === null || options.redis === '') {
-    throw new LockOptionsError('redis', "missing: pass a URL ('redis://127.0.0.1:6379'), ioredis options, or a Redis/Cluster instance.");
+    throw new LockOptionsError(
+      'redis',
+      "missing: pass a URL ('redis://127.0.0.1:6379'), ioredis options, or a Redis/Cluster instance; or 'nodes' for Redlock over independent masters.",
+    );
   }
   if (settings.replicaAcks > 0 && isClusterClient(options.redis)) {
     throw new LockOptionsError(

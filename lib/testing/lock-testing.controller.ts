@@ -3,7 +3,6 @@ import { monotonicNow } from '../time/clock';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { normalizeKeys } from '../keys/normalize-keys';
 import { LockService } from '../lock.service';
-import type { DistributedLockModuleOptions } from '../options/distributed-lock-module-options.interface';
 import { MAX_TIMER_MS } from '../options/limits';
 import { assertTtl } from '../options/validate-options';
 import { memoryBackend } from './memory-backend';
@@ -37,7 +36,7 @@ export class LockTestingController {
    * module's). Close it when the test ends: `await service.close()`.
    */
   createService(options: DistributedLockTestingModuleOptions = {}): LockService {
-    return new LockService(options as DistributedLockModuleOptions, this.backend);
+    return new LockService(options, this.backend);
   }
 
   /**

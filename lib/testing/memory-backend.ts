@@ -11,6 +11,7 @@ export function memoryBackend(space: MemoryLockSpace): LockBackendFactory {
       wakeChannel,
       // No replicas: replicaAcks has nothing to wait for.
       confirmsHandovers: false,
+      handoverIsWakeUp: false,
       ready: () => Promise.resolve(),
       close: () => wakeChannel.close(),
     };

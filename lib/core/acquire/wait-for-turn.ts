@@ -60,6 +60,8 @@ export async function waitForTurn(
       // A message heard during the pause is dated against the same last busy attempt: a busy answer
       // read before the message can still come from an attempt that ran after its grant.
       dropStaleHandover(listener, lastBusyFence);
+      // Redlock: the message was one node's vote; it only ended the pause, the attempt below decides.
+      if (ctx.handoverIsWakeUp) listener.handover = undefined;
       const handover = listener.handover;
       if (handover) {
         queued = false;

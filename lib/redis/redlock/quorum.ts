@@ -1,0 +1,56 @@
+/** One node's answer to one call: its reply, or why there was none (an Error; our own typed ones pass through). */
+export type Vote<T> = { ok: true; value: T } | { ok: false; error: Error };
+
+/** ⌊N/2⌋ + 1: any two majorities of the same N nodes share at least one node. */
+export const quorumOf = (nodes: number): number => Math.floor(nodes / 2) + 1;
+
+/**
+ * Sends `ask` to every node at once and resolves with each node's vote (undefined: still pending)
+ * as soon as `decided(votes)` says the outcome cannot change, or once every node answered. Each
+ * call is bounded by its node's own timeout, so this is bounded by the slowest bound, never more.
+ */
+export function askAll<N, T>(
+  nodes: readonly N[],
+  ask: (node: N, index: number) => Promise<T>,
+  decided: (votes: ReadonlyArray<Vote<T> | undefined>) => boolean = () => false,
+): Promise<Array<Vote<T> | undefined>> {
+  return new Promise((resolve) => {
+    const votes: Array<Vote<T> | undefined> = nodes.map(() => undefined);
+    let pending = nodes.length;
+    let done = false;
+    const settle = (index: number, vote: Vote<T>) => {
+      votes[index] = vote;
+      pending--;
+      if (done) return;
+      if (pending === 0 || decided(votes)) {
+        done = true;
+        resolve([...votes]);
+      }
+    };
+    nodes.forEach((node, i) => {
+      let call: Promise<T>;
+      try {
+        call = ask(node, i);
+      } catch (error) {
+        call = Promise.reject(error);
+      }
+      call.then(
+        (value) => settle(i, { ok: true, value }),
+        (error: unknown) => settle(i, { ok: false, error: error instanceof Error ? error : new Error(String(error)) }),
+      );
+    });
+  });
+}
+
+/** Votes that are answers (not failures or pending) and satisfy `test`. */
+export function count<T>(votes: ReadonlyArray<Vote<T> | undefined>, test: (value: T) => boolean = () => true): number {
+  let n = 0;
+  for (const v of votes) if (v?.ok && test(v.value)) n++;
+  return n;
+}
+
+/** The first failure among the votes, for an error's cause. */
+export function firstFailure<T>(votes: ReadonlyArray<Vote<T> | undefined>): Error | undefined {
+  for (const v of votes) if (v && !v.ok) return v.error;
+  return undefined;
+}

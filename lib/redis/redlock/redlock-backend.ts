@@ -1,0 +1,93 @@
+import type { LockBackend, LockBackendContext } from '../../core/lock-backend';
+import { LockConnectionError } from '../../errors/lock-connection.error';
+import { LockOptionsError } from '../../errors/lock-options.error';
+import { reportConnectionHealth } from '../connection-health';
+import { closeConnection, waitUntilReady } from '../redis-connection';
+import { WakeChannel } from '../wake-channel';
+import { quorumOf } from './quorum';
+import { RedlockNode } from './redlock-node';
+import { resolveRedlockSettings } from './redlock-options';
+import { RedlockStore } from './redlock-store';
+import { RedlockWakeChannel } from './redlock-wake-channel';
+
+/** The Redlock backend: N independent Redis masters (`nodes`), a majority decides every operation. */
+export class RedlockBackend implements LockBackend {
+  readonly store: RedlockStore;
+  readonly wakeChannel: RedlockWakeChannel;
+  readonly confirmsHandovers = false;
+  readonly handoverIsWakeUp = true;
+  private readonly nodes: RedlockNode[];
+
+  constructor(private readonly context: LockBackendContext) {
+    const { options, settings, serviceId, logger, shutdown } = context;
+    const redlock = resolveRedlockSettings(options, settings);
+    this.nodes = redlock.nodes.map((option) => new RedlockNode(option, settings.commandTimeout, redlock.nodeTimeout));
+    for (const node of this.nodes) if (node.owned) reportConnectionHealth(node.client, node.state, logger, shutdown);
+    this.store = new RedlockStore(this.nodes, {
+      keyPrefix: settings.keyPrefix,
+      waiterLease: settings.waiterLease,
+      nodeRecoveryDelay: redlock.nodeRecoveryDelay,
+      nodeTimeout: redlock.nodeTimeout,
+    });
+    const name = this.store.channelPrefix + serviceId;
+    this.wakeChannel = new RedlockWakeChannel(this.nodes.map((node) => new WakeChannel(node.client, name, redlock.nodeTimeout, logger)));
+  }
+
+  /**
+   * With `requireRedisAtStartup`: waits up to `startupTimeout` for a majority of the nodes, and
+   * refuses nodes that are members of a Redis Cluster (they shard keys; they are not independent).
+   */
+  async ready(): Promise<void> {
+    const { requireRedisAtStartup, startupTimeout } = this.context.settings;
+    if (!requireRedisAtStartup) return;
+    for (const node of this.nodes) if (node.client.status === 'wait') node.client.connect().catch(() => undefined);
+    const quorum = quorumOf(this.nodes.length);
+    const ready = await this.majorityReady(startupTimeout, quorum);
+    if (ready.length < quorum) {
+      const down = this.nodes.filter((n) => !ready.includes(n)).map((n) => n.target);
+      throw new LockConnectionError(
+        `Redlock: only ${ready.length} of ${this.nodes.length} nodes were reachable within ${startupTimeout} ms of startup, ${quorum} needed. ` +
+          `Not reachable: ${down.join(', ')}. Check the nodes option and that the servers are running.`,
+        'startup',
+      );
+    }
+    await Promise.all(ready.map((node) => this.refuseClusterNode(node)));
+  }
+
+  /** Resolves with the nodes ready once a majority is (the rest connect on their own), or after `timeoutMs`. */
+  private majorityReady(timeoutMs: number, quorum: number): Promise<RedlockNode[]> {
+    return new Promise((resolve) => {
+      const ready: RedlockNode[] = [];
+      let pending = this.nodes.length;
+      for (const node of this.nodes) {
+        void waitUntilReady(node.client, timeoutMs).then((ok) => {
+          pending--;
+          if (ok) ready.push(node);
+          if (ready.length >= quorum || pending === 0) resolve([...ready]);
+        });
+      }
+    });
+  }
+
+  private async refuseClusterNode(node: RedlockNode): Promise<void> {
+    let info: string;
+    try {
+      info = await node.info('cluster');
+    } catch {
+      return; // a node that cannot answer now is checked by nobody; its calls fail on their own
+    }
+    if (/^cluster_enabled:1\b/m.test(info)) {
+      throw new LockOptionsError(
+        'nodes',
+        `${node.target} is a Redis Cluster node. Redlock needs independent masters, each with its own copy of every lock; ` +
+          "a Cluster's nodes shard keys between them. Pass the Cluster as 'redis' instead, or use standalone servers as nodes.",
+      );
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.wakeChannel.close();
+    const { shutdownTimeout } = this.context.settings;
+    await Promise.all(this.nodes.filter((n) => n.owned).map((n) => closeConnection(n.client, shutdownTimeout)));
+  }
+}

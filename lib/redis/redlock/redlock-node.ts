@@ -1,0 +1,60 @@
+import type { RedisConnectionOption } from '../../options/distributed-lock-module-options.interface';
+import { monotonicNow } from '../../time/clock';
+import { CommandDeadlines } from '../command-deadlines';
+import { ConnectionState } from '../connection-state';
+import type { LockRedisKeys } from '../lock-redis-keys';
+import { lockStateError } from '../lock-state';
+import { CommandArg, isNoScript, LuaScript, ScriptRunner } from '../lua-script';
+import { createRedisConnection, RedisClient } from '../redis-connection';
+
+/**
+ * One independent Redis master of a Redlock set: its connection (ours or the user's), the state
+ * that admits or refuses calls at once (a node known to be down costs nothing), and its own bound
+ * per call, far below the lease (see redlockNodeTimeout).
+ */
+export class RedlockNode {
+  readonly client: RedisClient;
+  readonly owned: boolean;
+  readonly state: ConnectionState;
+  private readonly deadlines: CommandDeadlines;
+  private readonly scripts: ScriptRunner;
+
+  constructor(option: RedisConnectionOption, commandTimeout: number, nodeTimeout: number) {
+    const { client, owned } = createRedisConnection(option, commandTimeout);
+    this.client = client;
+    this.owned = owned;
+    this.state = new ConnectionState(client, owned);
+    this.deadlines = new CommandDeadlines(nodeTimeout, this.state);
+    this.scripts = new ScriptRunner(client);
+  }
+
+  /** `Redis at 127.0.0.1:6379`, as messages name it. */
+  get target(): string {
+    return this.state.target;
+  }
+
+  run<T = unknown>(script: LuaScript, operation: string, keys: LockRedisKeys, args: CommandArg[], parse?: (reply: unknown) => T): Promise<T> {
+    return this.deadlines.bound(
+      operation,
+      (attempt) => this.scripts.run(script, args, attempt),
+      parse,
+      isNoScript,
+      (error) => lockStateError(keys, operation, error),
+    );
+  }
+
+  exists(key: string): Promise<boolean> {
+    return this.deadlines.bound('isLocked', () => this.client.exists(key)).then((n) => n === 1);
+  }
+
+  async ping(): Promise<number> {
+    const sentAt = monotonicNow();
+    await this.deadlines.bound('ping', () => this.client.ping());
+    return monotonicNow() - sentAt;
+  }
+
+  /** `INFO <section>`, bounded like every call. */
+  info(section: string): Promise<string> {
+    return this.deadlines.bound('info', () => (this.client as { info(section: string): Promise<string> }).info(section));
+  }
+}

@@ -1,0 +1,139 @@
+import { luaScript } from '../lua-script';
+import { FENCE_FUNCTIONS } from '../scripts/lua-functions';
+import { RENEW_SCRIPT } from '../scripts/renew.script';
+import { RAISED_FENCE_RETENTION_MS, TICKET_QUEUE_FUNCTIONS } from './ticket-queue.lua';
+
+/**
+ * One node's vote on an attempt. Takes the node's lock when it is free and no live waiter has a
+ * lower ticket; finds it already ours when this node's release handed it to us. A node that started
+ * empty less than `recovery` ms ago (its marker key is missing or young) gives no vote at all: it
+ * may have forgotten a lock that is still held (see redlock-recovery in docs/design.md).
+ *
+ * KEYS: lock, fence, queue (ticket zset), waiters, node marker.
+ * ARGV: token, ttl ms, ticket, recovery ms, [waiter lease ms: take or refresh a place when busy].
+ * Returns {1, fence, lease ms left} (ours), {0, holder pttl, position, last fence} (busy; pttl -1:
+ * free but a waiter with a lower ticket is queued, -3: stale waiters still being dropped), or
+ * {2, recovery ms left} (this node does not vote yet).
+ */
+export const REDLOCK_ACQUIRE_SCRIPT =
+  FENCE_FUNCTIONS +
+  TICKET_QUEUE_FUNCTIONS +
+  `
+local token, ttl, ticket, recovery = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local last_fence = last_fence_of(KEYS[2])
+local clock = redis.call('TIME')
+local now_ms = now_ms_of(clock)
+if recovery > 0 then
+  local since = tonumber(redis.call('GET', KEYS[5]) or '')
+  if not since then
+    since = now_ms
+    redis.call('SET', KEYS[5], string.format('%.0f', now_ms))
+  end
+  if since + recovery > now_ms then return {2, since + recovery - now_ms} end
+end
+local holder = redis.call('GET', KEYS[1])
+if holder == token then
+  redis.call('ZREM', KEYS[3], token)
+  redis.call('ZREM', KEYS[4], token)
+  return {1, last_fence, redis.call('PTTL', KEYS[1])}
+end
+local pttl = -1
+if holder then
+  pttl = redis.call('PTTL', KEYS[1])
+else
+  drop_stale(KEYS[3], KEYS[4], now_ms)
+  local head = head_of(KEYS[3])
+  if head and head ~= token and place_until_of(KEYS[4], head) <= now_ms then
+    pttl = -3
+  elseif not head or head == token or ahead_of(KEYS[3], ticket, token, head) then
+    redis.call('SET', KEYS[1], token, 'PX', ttl)
+    redis.call('ZREM', KEYS[3], token)
+    redis.call('ZREM', KEYS[4], token)
+    return {1, next_fence(KEYS[2], last_fence, clock), tonumber(ttl)}
+  end
+end
+if not ARGV[5] then return {0, pttl, -1, last_fence} end
+queue_up(KEYS[3], KEYS[4], token, ARGV[3], tonumber(ARGV[5]), now_ms)
+if head_of(KEYS[3]) == token then return {0, pttl, 0, last_fence} end
+return {0, pttl, 1, last_fence}
+`;
+
+/**
+ * Owner-checked release on one node: hands the node's lock to the live waiter with the lowest ticket,
+ * else deletes it. KEYS: lock, fence, queue, waiters. ARGV: token, waiter channel prefix.
+ * Returns 0 not ours, 1 deleted, 2 handed to a waiter.
+ */
+export const REDLOCK_RELEASE_SCRIPT =
+  `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('ZCARD', KEYS[3]) == 0 then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+` +
+  FENCE_FUNCTIONS +
+  TICKET_QUEUE_FUNCTIONS +
+  `
+if hand_to_head(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2]) == 'granted' then return 2 end
+redis.call('DEL', KEYS[1])
+return 1
+`;
+
+/**
+ * Leaves the node's queue, and frees the node's lock if it is ours (handing it on like a release).
+ * KEYS: lock, fence, queue, waiters. ARGV: token, waiter channel prefix. Returns 1 if it freed the lock.
+ */
+export const REDLOCK_ABANDON_SCRIPT =
+  FENCE_FUNCTIONS +
+  TICKET_QUEUE_FUNCTIONS +
+  `
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if hand_to_head(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2]) ~= 'granted' then redis.call('DEL', KEYS[1]) end
+return 1
+`;
+
+/**
+ * Gives one node's vote back after an attempt that did not win a majority, keeping the waiter's place
+ * (same ticket): the node's lock is deleted if it is ours, not handed on, so the next attempts of
+ * every waiter still agree on who is first. KEYS: lock, queue, waiters. ARGV: token, ticket, waiter lease ms.
+ */
+export const REDLOCK_GIVE_BACK_SCRIPT = `
+local function now_ms_of(clock)
+  return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+end
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+local lease = tonumber(ARGV[3])
+redis.call('ZADD', KEYS[3], string.format('%.0f', now_ms_of(redis.call('TIME')) + lease), ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], lease * 2)
+redis.call('PEXPIRE', KEYS[3], lease * 2)
+return 1
+`;
+
+/**
+ * The fencing write-back: while the node's lock is still ours, raises its last token to at least the
+ * token the acquisition returns (the highest any granting node issued), so every later grant on this
+ * node issues a higher one. KEYS: lock, fence. ARGV: token, fence. Returns 1 raised (or already
+ * above), 0 not ours.
+ */
+export const REDLOCK_RAISE_FENCE_SCRIPT =
+  FENCE_FUNCTIONS +
+  `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if last_fence_of(KEYS[2]) < tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ${RAISED_FENCE_RETENTION_MS})
+end
+return 1
+`;
+
+/** The scripts a Redlock node runs (renewal is the single-node one: owner-checked PEXPIRE). */
+export const REDLOCK_SCRIPTS = {
+  acquire: luaScript(5, REDLOCK_ACQUIRE_SCRIPT),
+  release: luaScript(4, REDLOCK_RELEASE_SCRIPT),
+  abandon: luaScript(4, REDLOCK_ABANDON_SCRIPT),
+  giveBack: luaScript(3, REDLOCK_GIVE_BACK_SCRIPT),
+  raiseFence: luaScript(2, REDLOCK_RAISE_FENCE_SCRIPT),
+  renew: luaScript(1, RENEW_SCRIPT),
+} as const;

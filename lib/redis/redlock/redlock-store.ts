@@ -1,0 +1,326 @@
+import type { AcquireReply, LockStore, ReleaseOutcome, RenewRequest } from '../../core/lock-store';
+import { DistributedLockError } from '../../errors/distributed-lock.error';
+import { LockConnectionError } from '../../errors/lock-connection.error';
+import { LockOptionsError } from '../../errors/lock-options.error';
+import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from '../lock-redis-keys';
+import type { CommandArg } from '../lua-script';
+import { askAll, count, firstFailure, quorumOf, Vote } from './quorum';
+import type { RedlockNode } from './redlock-node';
+import { REDLOCK_SCRIPTS } from './redlock-scripts';
+import { RedlockTickets } from './redlock-tickets';
+
+/** One node's answer to an acquire attempt. */
+type NodeAcquire =
+  | { kind: 'ours'; fence: number; validFor: number }
+  | { kind: 'busy'; holderTtl: number; position: number; lastFence: number }
+  | { kind: 'recovering'; left: number };
+
+export interface RedlockStoreSettings {
+  keyPrefix: string;
+  waiterLease: number;
+  /** ms a node that started empty gives no votes (0: off). Also the largest ttl accepted. */
+  nodeRecoveryDelay: number;
+  /** Per-node bound of every call (see redlockNodeTimeout). */
+  nodeTimeout: number;
+}
+
+/** The key on each node that says since when (node clock, ms) the node has kept its data. */
+export const nodeMarkerKey = (keyPrefix: string): string => `${keyPrefix}redlock:node-since`;
+
+/**
+ * The LockStore of the Redlock mode: every operation runs the node's atomic script on all N
+ * independent masters at once and counts a majority (⌊N/2⌋ + 1).
+ *
+ * - acquire: ours when a majority granted; the lease is the shortest granted one, counted by the
+ *   engine from the send time with the usual drift allowance. The fencing token is the highest
+ *   token any granting node issued, written back to the granting nodes that issued less (owner-
+ *   checked), and the lock counts only if the nodes that hold that token are still a majority (the
+ *   argument is in docs/design.md). An attempt without a majority gives back what it got, keeping
+ *   the waiter's place (ticket).
+ * - busy when a majority answered busy; `LockConnectionError` when fewer than a majority answered
+ *   (it names how many did); a majority of answers that is neither (some granted, some busy) is busy
+ *   with "ask again soon", since another waiter holds part of the vote.
+ * - release / abandon: on every node. extend / renew: count only with a majority renewed.
+ */
+export class RedlockStore implements LockStore {
+  readonly channelPrefix: string;
+  readonly quorum: number;
+  private readonly tickets = new RedlockTickets();
+  private readonly marker: string;
+  private readonly lease: CommandArg;
+  private readonly recovery: CommandArg;
+
+  constructor(
+    readonly nodes: readonly RedlockNode[],
+    private readonly settings: RedlockStoreSettings,
+  ) {
+    this.quorum = quorumOf(nodes.length);
+    this.channelPrefix = waiterChannelPrefix(settings.keyPrefix);
+    this.marker = nodeMarkerKey(settings.keyPrefix);
+    this.lease = String(settings.waiterLease);
+    this.recovery = String(settings.nodeRecoveryDelay);
+  }
+
+  keysFor(key: string): LockRedisKeys {
+    return lockRedisKeys(this.settings.keyPrefix, key);
+  }
+
+  async acquire(keys: LockRedisKeys, token: string, ttl: number, joinQueue: boolean, retry: boolean): Promise<AcquireReply> {
+    this.assertTtl('ttl', ttl);
+    const ticket = this.tickets.of(token, keys.lock, retry);
+    const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.marker, token, String(ttl), ticket, this.recovery];
+    if (joinQueue) args.push(this.lease);
+    const n = this.nodes.length;
+    // Decided early only when a majority agrees; otherwise every node's answer (or bound) counts.
+    const votes = await askAll(
+      this.nodes,
+      (node) => node.run(REDLOCK_SCRIPTS.acquire, 'acquire', keys, args, nodeAcquire),
+      (v) => count(v, isOurs) >= this.quorum || count(v, isBusy) >= this.quorum,
+    );
+    try {
+      const stateError = votes.find((v) => v && !v.ok && v.error instanceof DistributedLockError && !(v.error instanceof LockConnectionError));
+      if (stateError && !stateError.ok) throw stateError.error;
+      if (count(votes, isOurs) >= this.quorum) {
+        const won = await this.fence(keys, token, votes);
+        if (won) {
+          this.tickets.forget(token, keys.lock);
+          // Nodes that granted but are not counted (no write-back ack) are given back.
+          this.giveBack(keys, token, ticket, false, won.uncounted);
+          return { acquired: true, fence: won.fence, validFor: won.validFor };
+        }
+        this.giveBack(keys, token, ticket, joinQueue);
+        throw new LockConnectionError(
+          `Redlock acquire of "${keys.key}": a majority of ${n} nodes granted it, but fewer than ${this.quorum} kept it through the fencing-token write-back ` +
+            `(nodes stopped answering, or the grants expired); the lock was given back. Check the nodes' health.`,
+          'acquire',
+        );
+      }
+      const ours = count(votes, isOurs);
+      if (ours > 0) this.giveBack(keys, token, ticket, joinQueue);
+      const answered = count(votes);
+      const recovering = count(votes, (r) => r.kind === 'recovering');
+      if (count(votes, isBusy) < this.quorum && answered - recovering < this.quorum) {
+        throw this.tooFewVotes(keys, votes, answered, recovering);
+      }
+      if (!joinQueue) this.tickets.forget(token, keys.lock);
+      return this.busyReply(votes, ours > 0 || count(votes, isBusy) < this.quorum);
+    } catch (error) {
+      this.tickets.forget(token, keys.lock);
+      throw error;
+    }
+  }
+
+  /**
+   * The fencing write-back. Returns the token, lease and the granting nodes left out of the count, or
+   * undefined when the nodes that hold the token are no longer a majority.
+   */
+  private async fence(
+    keys: LockRedisKeys,
+    token: string,
+    votes: ReadonlyArray<Vote<NodeAcquire> | undefined>,
+  ): Promise<{ fence: number; validFor: number; uncounted: number[] } | undefined> {
+    const granted: Array<{ index: number; fence: number; validFor: number }> = [];
+    votes.forEach((v, index) => {
+      if (v?.ok && v.value.kind === 'ours') granted.push({ index, fence: v.value.fence, validFor: v.value.validFor });
+    });
+    const fence = Math.max(...granted.map((g) => g.fence));
+    const behind = granted.filter((g) => g.fence < fence);
+    const kept = granted.filter((g) => g.fence === fence);
+    if (behind.length > 0) {
+      const args = [keys.lock, keys.fence, token, String(fence)];
+      const raised = await askAll(behind, (g) => this.nodes[g.index].run(REDLOCK_SCRIPTS.raiseFence, 'acquire', keys, args, isOne));
+      raised.forEach((r, i) => {
+        if (r?.ok && r.value) kept.push(behind[i]);
+      });
+    }
+    if (kept.length < this.quorum) return undefined;
+    const keptSet = new Set(kept.map((k) => k.index));
+    return {
+      fence,
+      validFor: Math.min(...kept.map((k) => k.validFor)),
+      uncounted: granted.filter((g) => !keptSet.has(g.index)).map((g) => g.index),
+    };
+  }
+
+  /**
+   * Gives back the nodes of an attempt that is not counted, owner-checked, on `only` (default: all).
+   * A queued waiter keeps its place (same ticket), so every waiter's next attempt still agrees on
+   * who is first; a one-shot attempt leaves like abandon. Not awaited: each node runs it after the
+   * attempt (same connection, in order), and a failure only means the grant lapses by its lease.
+   */
+  private giveBack(keys: LockRedisKeys, token: string, ticket: string, keepPlace: boolean, only?: number[]): void {
+    const targets = only ?? this.nodes.map((_, i) => i);
+    for (const i of targets) {
+      const node = this.nodes[i];
+      const call = keepPlace
+        ? node.run(REDLOCK_SCRIPTS.giveBack, 'abandon', keys, [keys.lock, keys.queue, keys.waiters, token, ticket, this.lease])
+        : node.run(REDLOCK_SCRIPTS.abandon, 'abandon', keys, this.handoverArgs(keys, token));
+      call.catch(() => undefined);
+    }
+  }
+
+  private busyReply(votes: ReadonlyArray<Vote<NodeAcquire> | undefined>, soon: boolean): AcquireReply {
+    let holderTtl = Infinity;
+    let position = -1;
+    let lastFence = 0;
+    for (const v of votes) {
+      if (!v?.ok || v.value.kind !== 'busy') continue;
+      const r = v.value;
+      if (r.holderTtl > 0) holderTtl = Math.min(holderTtl, r.holderTtl);
+      else soon = true;
+      if (r.position >= 0) position = position < 0 ? r.position : Math.min(position, r.position);
+      lastFence = Math.max(lastFence, r.lastFence);
+    }
+    // No majority either way: part of the vote is another waiter's, or free with a waiter ahead: ask again soon.
+    return { acquired: false, holderTtl: soon || holderTtl === Infinity ? -1 : holderTtl, position, lastFence };
+  }
+
+  private tooFewVotes(
+    keys: LockRedisKeys,
+    votes: ReadonlyArray<Vote<unknown> | undefined>,
+    answered: number,
+    recovering: number,
+  ): LockConnectionError {
+    const failure = firstFailure(votes);
+    const recoveringNote =
+      recovering > 0
+        ? ` ${recovering} of them started without their data less than nodeRecoveryDelay ago and give no votes yet (they may have forgotten a held lock).`
+        : '';
+    return new LockConnectionError(
+      `Redlock acquire of "${keys.key}": only ${answered} of ${this.nodes.length} nodes answered, ${this.quorum} needed.${recoveringNote}` +
+        (failure ? ` First failure: ${failure.message}` : '') +
+        ' The lock state is unknown; nothing ran under it.',
+      'acquire',
+      { cause: failure },
+    );
+  }
+
+  confirmHandover(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
+    return this.extend(keys, token, ttl);
+  }
+
+  async release(keys: LockRedisKeys, token: string): Promise<ReleaseOutcome> {
+    this.tickets.forget(token, keys.lock);
+    const args = this.handoverArgs(keys, token);
+    const n = this.nodes.length;
+    const votes = await askAll(
+      this.nodes,
+      (node) => node.run(REDLOCK_SCRIPTS.release, 'release', keys, args),
+      (v) => count(v, (r) => r === 0) > n - this.quorum,
+    );
+    const owned = count(votes, (r) => r === 1 || r === 2);
+    if (owned >= this.quorum) return count(votes, (r) => r === 2) > 0 ? 'handed-over' : 'freed';
+    if (count(votes) < this.quorum) throw this.fewAnswers('release', keys, votes);
+    return 'not-owner';
+  }
+
+  extend(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
+    this.assertTtl('extend ttl', ttl);
+    return this.renewOnMajority('extend', keys, token, ttl);
+  }
+
+  shorten(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
+    return this.renewOnMajority('shorten', keys, token, ttl);
+  }
+
+  async abandon(keys: LockRedisKeys, token: string): Promise<void> {
+    this.tickets.forget(token, keys.lock);
+    const args = this.handoverArgs(keys, token);
+    const votes = await askAll(this.nodes, (node) => node.run(REDLOCK_SCRIPTS.abandon, 'abandon', keys, args));
+    if (count(votes) < this.quorum) throw this.fewAnswers('abandon', keys, votes);
+  }
+
+  abandonQuietly(keys: LockRedisKeys, token: string): void {
+    this.abandon(keys, token).catch(() => undefined);
+  }
+
+  async isLocked(keys: LockRedisKeys): Promise<boolean> {
+    const n = this.nodes.length;
+    const votes = await askAll(
+      this.nodes,
+      (node) => node.exists(keys.lock),
+      (v) => count(v, (r) => r) >= this.quorum || count(v, (r) => !r) > n - this.quorum,
+    );
+    if (count(votes, (r) => r) >= this.quorum) return true;
+    if (count(votes) < this.quorum) throw this.fewAnswers('isLocked', keys, votes);
+    return false;
+  }
+
+  /** The round trip until a majority answered (what an acquire waits for at best). */
+  async ping(): Promise<number> {
+    const votes = await askAll(
+      this.nodes,
+      (node) => node.ping(),
+      (v) => count(v) >= this.quorum,
+    );
+    const times = votes.flatMap((v) => (v?.ok ? [v.value] : [])).sort((a, b) => a - b);
+    if (times.length < this.quorum) throw this.fewAnswers('ping', undefined, votes);
+    return times[this.quorum - 1];
+  }
+
+  renewMany(requests: readonly RenewRequest[]): Promise<Array<boolean | Error>> {
+    return Promise.all(
+      requests.map((r) => this.renewOnMajority('renew', r.keys as LockRedisKeys, r.token, r.ttl).catch((error: unknown) => error as Error)),
+    );
+  }
+
+  /**
+   * Owner-checked renewal on every node: true when a majority renewed, false when a majority said
+   * not ours (no majority can be ours any more), else `LockConnectionError` (unknown: the watchdog
+   * tries again within the lease and declares the loss at its deadline).
+   */
+  private async renewOnMajority(operation: string, keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
+    const args = [keys.lock, token, String(ttl)];
+    const n = this.nodes.length;
+    const votes = await askAll(
+      this.nodes,
+      (node) => node.run(REDLOCK_SCRIPTS.renew, operation, keys, args, isOne),
+      (v) => count(v, (r) => r) >= this.quorum || count(v, (r) => !r) > n - this.quorum,
+    );
+    if (count(votes, (r) => r) >= this.quorum) return true;
+    if (count(votes, (r) => !r) > n - this.quorum) return false;
+    throw this.fewAnswers(operation, keys, votes);
+  }
+
+  private fewAnswers(operation: string, keys: LockRedisKeys | undefined, votes: ReadonlyArray<Vote<unknown> | undefined>): Error {
+    const failure = firstFailure(votes);
+    if (failure && failure instanceof DistributedLockError && !(failure instanceof LockConnectionError)) return failure;
+    const what = keys ? ` of "${keys.key}"` : '';
+    return new LockConnectionError(
+      `Redlock ${operation}${what}: ${count(votes)} of ${this.nodes.length} nodes answered, a majority (${this.quorum}) was needed to decide.` +
+        (failure ? ` First failure: ${failure.message}` : ''),
+      operation,
+      { cause: failure },
+    );
+  }
+
+  /**
+   * A node that restarts empty is trusted again after nodeRecoveryDelay, which is safe only if no
+   * lease is longer: a longer ttl is refused rather than silently unprotected.
+   */
+  private assertTtl(option: string, ttl: number): void {
+    const limit = this.settings.nodeRecoveryDelay;
+    if (limit > 0 && ttl > limit) {
+      throw new LockOptionsError(
+        option,
+        `${ttl} ms is longer than nodeRecoveryDelay (${limit} ms): in Redlock mode a node restarted without its data votes again ` +
+          `after nodeRecoveryDelay, which is safe only if every lease is at most that long. Raise nodeRecoveryDelay or lower the ttl.`,
+      );
+    }
+  }
+
+  private handoverArgs(keys: LockRedisKeys, token: string): CommandArg[] {
+    return [keys.lock, keys.fence, keys.queue, keys.waiters, token, this.channelPrefix];
+  }
+}
+
+function nodeAcquire(raw: unknown): NodeAcquire {
+  const reply = raw as number[];
+  if (reply[0] === 1) return { kind: 'ours', fence: Number(reply[1]), validFor: Number(reply[2]) };
+  if (reply[0] === 2) return { kind: 'recovering', left: Number(reply[1]) };
+  return { kind: 'busy', holderTtl: Number(reply[1]), position: Number(reply[2] ?? -1), lastFence: Number(reply[3] ?? 0) };
+}
+
+const isOurs = (r: NodeAcquire): boolean => r.kind === 'ours';
+const isBusy = (r: NodeAcquire): boolean => r.kind === 'busy';
+const isOne = (reply: unknown): boolean => reply === 1;
