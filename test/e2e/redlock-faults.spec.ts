@@ -1,0 +1,219 @@
+/**
+ * T16 — Redlock node faults on real redis-servers: one of three killed (SIGKILL), frozen (SIGSTOP)
+ * or cut off (TCP proxy black hole) → locks are still granted, renewed and handed over, with 0
+ * overlaps and increasing tokens (history checker); two of three down → LockConnectionError within
+ * its bound, never busy or a timeout; five nodes with two slow ones → granted without waiting for
+ * them. Each case first proves the fault happened.
+ */
+import { Lock, LockBusyError, LockConnectionError, LockService, LockTimeoutError } from '../../lib';
+import { checkHistory, Section } from '../harness/history';
+import { pingOnce } from '../harness/redis-ping';
+import { RedlockNodes } from '../harness/redlock-nodes';
+import { SettleTracker } from './workers/support/settle-tracker';
+import { isAlive, sleep, timed } from './workers/support/timing';
+
+const COMMAND_TIMEOUT = 300;
+const TTL = 3_000;
+/** Per-node bound: min(commandTimeout, ttl / 10). */
+const NODE_TIMEOUT = Math.min(COMMAND_TIMEOUT, TTL / 10);
+/** Timer lateness and scheduling on a loaded 2-core box shared with other suites. */
+const SLACK = 250;
+const stamp = (): string => process.hrtime.bigint().toString();
+
+describe('T16 Redlock node faults', () => {
+  const calls = new SettleTracker();
+  const services: LockService[] = [];
+
+  afterEach(async () => {
+    await Promise.all(services.splice(0).map((s) => s.close()));
+    expect(calls.pending()).toEqual([]);
+  });
+
+  async function makeService(urls: string[], prefix: string, options: Record<string, unknown> = {}): Promise<LockService> {
+    const service = new LockService({
+      nodes: urls,
+      keyPrefix: prefix,
+      nodeRecoveryDelay: 0,
+      ttl: TTL,
+      commandTimeout: COMMAND_TIMEOUT,
+      waitTimeout: 10_000,
+      shutdownTimeout: 1_000,
+      ...options,
+    });
+    services.push(service);
+    await service.onModuleInit();
+    return service;
+  }
+
+  /** Two services, four workers each, `rounds` acquisitions per worker on one key; sections for the checker. */
+  async function contend(svcs: LockService[], key: string, rounds: number): Promise<{ sections: Section[]; maxWaitMs: number }> {
+    const sections: Section[] = [];
+    let maxWaitMs = 0;
+    await Promise.all(
+      svcs.flatMap((service, s) =>
+        [0, 1, 2, 3].map((w) =>
+          calls.track(
+            `worker ${s}.${w}`,
+            (async () => {
+              for (let i = 0; i < rounds; i++) {
+                const asked = performance.now();
+                const lock: Lock = await service.acquire(key);
+                maxWaitMs = Math.max(maxWaitMs, performance.now() - asked);
+                const enterAt = stamp();
+                await sleep(1);
+                sections.push({ worker: `${s}.${w}`, key, fence: lock.fencingToken, enterAt, exitAt: stamp() });
+                await lock.release();
+              }
+            })(),
+          ),
+        ),
+      ),
+    );
+    return { sections, maxWaitMs };
+  }
+
+  describe('3 nodes', () => {
+    let nodes: RedlockNodes;
+    beforeAll(async () => {
+      nodes = await RedlockNodes.start(3);
+    });
+    afterEach(async () => {
+      await nodes.heal();
+    });
+    afterAll(async () => {
+      await nodes.stop();
+    });
+
+    it('1 of 3 killed (SIGKILL): locks still granted and handed over, 0 overlaps', async () => {
+      const svcs = [await makeService(nodes.urls, 'rf1:'), await makeService(nodes.urls, 'rf1:')];
+      const victim = nodes.servers[2];
+      const pid = victim.pid;
+      await victim.kill9();
+      expect(isAlive(pid)).toBe(false);
+      expect(await pingOnce(victim.port, victim.host, 200)).toBe(false);
+      const { sections, maxWaitMs } = await contend(svcs, 'k', 15);
+      const report = checkHistory(sections);
+      console.log(`T16 1/3 killed: ${sections.length} acquisitions, overlaps ${report.overlaps.length}, longest wait ${maxWaitMs.toFixed(0)} ms`);
+      expect(sections.length).toBe(2 * 4 * 15);
+      expect(report.overlaps).toEqual([]);
+      expect(report.fenceViolations).toEqual([]);
+    });
+
+    it('1 of 3 frozen (SIGSTOP): granted after at most the per-node bound, 0 overlaps; a held lock keeps being renewed', async () => {
+      const svcs = [await makeService(nodes.urls, 'rf2:'), await makeService(nodes.urls, 'rf2:')];
+      const held = await svcs[0].acquire('held', { ttl: 1_500 });
+      nodes.servers[1].pause();
+      expect(await pingOnce(nodes.servers[1].port, nodes.servers[1].host, 150)).toBe(false);
+      expect(isAlive(nodes.servers[1].pid)).toBe(true);
+      const single = await timed(svcs[1].acquire('single'));
+      console.log(`T16 1/3 frozen: uncontended acquire took ${single.ms.toFixed(0)} ms (per-node bound ${NODE_TIMEOUT} ms)`);
+      expect(single.error).toBeUndefined();
+      expect(single.ms).toBeLessThan(NODE_TIMEOUT + SLACK);
+      await single.value!.release();
+      const { sections } = await contend(svcs, 'k', 5);
+      const report = checkHistory(sections);
+      expect(sections.length).toBe(2 * 4 * 5);
+      expect(report.overlaps).toEqual([]);
+      expect(report.fenceViolations).toEqual([]);
+      // Well past the 1.5 s lease: renewed on the two live nodes all along.
+      await sleep(Math.max(0, 2_000));
+      expect(held.isHeld()).toBe(true);
+      expect(held.signal.aborted).toBe(false);
+      expect(await held.release()).toBe(true);
+    });
+
+    it('1 of 3 partitioned (TCP black hole): granted, 0 overlaps', async () => {
+      const svcs = [await makeService(nodes.urls, 'rf3:'), await makeService(nodes.urls, 'rf3:')];
+      nodes.proxies[0].blackhole(true);
+      const direct = nodes.servers[0].client();
+      const before = await direct.keys('rf3:*');
+      const { sections } = await contend(svcs, 'k', 5);
+      const report = checkHistory(sections);
+      expect(sections.length).toBe(2 * 4 * 5);
+      expect(report.overlaps).toEqual([]);
+      expect(report.fenceViolations).toEqual([]);
+      // The cut-off node never saw a lock (the fault was real): its keyspace under the prefix did not change.
+      expect((await direct.keys('rf3:{k}*')).length).toBe(before.filter((k) => k.startsWith('rf3:{k}')).length);
+    });
+
+    it('2 of 3 frozen: LockConnectionError within the per-node bound, never busy or a timeout', async () => {
+      const service = await makeService(nodes.urls, 'rf4:');
+      nodes.servers[0].pause();
+      nodes.servers[1].pause();
+      for (const policy of ['retry', 'throw', 'fail-fast'] as const) {
+        const attempt = await timed(calls.track(`acquire ${policy}`, service.acquire('k', { onBusy: policy })));
+        console.log(
+          `T16 2/3 frozen (${policy}): ${(attempt.error as Error)?.name} after ${attempt.ms.toFixed(0)} ms: ${(attempt.error as Error)?.message}`,
+        );
+        expect(attempt.error).toBeInstanceOf(LockConnectionError);
+        expect(attempt.error).not.toBeInstanceOf(LockBusyError);
+        expect(attempt.error).not.toBeInstanceOf(LockTimeoutError);
+        expect((attempt.error as Error).message).toMatch(/only 1 of 3 nodes answered, 2 needed/);
+        expect(attempt.ms).toBeLessThan(NODE_TIMEOUT + SLACK);
+      }
+    });
+
+    it('2 of 3 killed: LockConnectionError at once (the connections are known down); the survivor holds nothing', async () => {
+      const service = await makeService(nodes.urls, 'rf5:');
+      await nodes.servers[0].kill9();
+      await nodes.servers[2].kill9();
+      await sleep(100);
+      const attempt = await timed(calls.track('acquire', service.acquire('k')));
+      console.log(`T16 2/3 killed: ${(attempt.error as Error)?.name} after ${attempt.ms.toFixed(0)} ms`);
+      expect(attempt.error).toBeInstanceOf(LockConnectionError);
+      expect(attempt.ms).toBeLessThan(NODE_TIMEOUT + SLACK);
+      // The survivor's grant was given back.
+      const survivor = nodes.servers[1].client();
+      expect(await survivor.exists('rf5:{k}')).toBe(0);
+    });
+
+    it('a holder loses a majority (2 of 3 frozen mid-hold): the signal aborts by the lease deadline', async () => {
+      const service = await makeService(nodes.urls, 'rf6:');
+      const lock = await service.acquire('k', { ttl: 1_000 });
+      const asked = performance.now();
+      nodes.servers[0].pause();
+      nodes.servers[2].pause();
+      await new Promise((resolve) => lock.signal.addEventListener('abort', resolve, { once: true }));
+      const after = performance.now() - asked;
+      console.log(`T16 2/3 frozen mid-hold: lost after ${after.toFixed(0)} ms (lease 1000 ms)`);
+      expect(after).toBeLessThan(1_000 + SLACK);
+      await lock.release().catch(() => undefined);
+    });
+  });
+
+  describe('5 nodes', () => {
+    let nodes: RedlockNodes;
+    beforeAll(async () => {
+      nodes = await RedlockNodes.start(5);
+    });
+    afterAll(async () => {
+      await nodes.stop();
+    });
+
+    it('2 of 5 slow (150 ms proxy latency each way): granted by the 3 fast ones without waiting, 0 overlaps', async () => {
+      const svcs = [await makeService(nodes.urls, 'rf7:'), await makeService(nodes.urls, 'rf7:')];
+      // Warm the connections and script caches before slowing the links down.
+      await (await svcs[0].acquire('warm')).release();
+      await (await svcs[1].acquire('warm')).release();
+      nodes.proxies[3].setDelay(150);
+      nodes.proxies[4].setDelay(150);
+      // The fault is real: a PING through a slowed link takes two delayed legs.
+      const slowPing = await timed(pingOnce(nodes.proxies[3].port, '127.0.0.1', 2_000));
+      expect(slowPing.value).toBe(true);
+      expect(slowPing.ms).toBeGreaterThanOrEqual(290);
+      const one = await timed(svcs[0].acquire('one'));
+      console.log(`T16 5 nodes, 2 slow: uncontended acquire ${one.ms.toFixed(0)} ms`);
+      expect(one.error).toBeUndefined();
+      expect(one.ms).toBeLessThan(150);
+      await one.value!.release();
+      expect(nodes.proxies[3].stats().addedMs).toBeGreaterThan(0);
+      const { sections } = await contend(svcs, 'k', 5);
+      const report = checkHistory(sections);
+      expect(sections.length).toBe(2 * 4 * 5);
+      expect(report.overlaps).toEqual([]);
+      expect(report.fenceViolations).toEqual([]);
+      nodes.proxies[3].setDelay(0);
+      nodes.proxies[4].setDelay(0);
+    });
+  });
+});
