@@ -1,0 +1,171 @@
+/**
+ * T16 — the two Redlock hazards this mode guards against, each with a control run that shows the
+ * hazard is real:
+ * - a node restarted without its data forgets a held lock; counted at once, its vote lets a second
+ *   client in beside the holder (control: nodeRecoveryDelay 0) — with the quarantine it does not;
+ * - fencing tokens taken as each majority's own maximum can go backwards when two majorities take
+ *   it from different nodes (control: write-back off) — with the write-back they never do.
+ */
+import type Redis from 'ioredis';
+import { Lock, LockBusyError, LockService } from '../../lib';
+import { nodeMarkerKey } from '../../lib/redis/redlock';
+import type { RedlockStore } from '../../lib/redis/redlock/redlock-store';
+import { checkHistory, Section } from '../harness/history';
+import { pingOnce } from '../harness/redis-ping';
+import { RedlockNodes } from '../harness/redlock-nodes';
+import { sleep } from './workers/support/timing';
+
+const TTL = 2_000;
+const stamp = (): string => process.hrtime.bigint().toString();
+
+describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
+  let nodes: RedlockNodes;
+  let direct: Redis[];
+  const services: LockService[] = [];
+
+  beforeAll(async () => {
+    nodes = await RedlockNodes.start(3);
+    direct = nodes.clients();
+  });
+  afterEach(async () => {
+    await Promise.all(services.splice(0).map((s) => s.close()));
+    await nodes.heal();
+  });
+  afterAll(async () => {
+    await nodes.stop();
+  });
+
+  async function makeService(prefix: string, options: Record<string, unknown> = {}): Promise<LockService> {
+    const service = new LockService({ nodes: nodes.urls, keyPrefix: prefix, ttl: TTL, commandTimeout: 200, shutdownTimeout: 500, ...options });
+    services.push(service);
+    await service.onModuleInit();
+    return service;
+  }
+
+  /** The nodes have kept their data "for ever": their markers predate any lease. */
+  async function markNodesLongUsed(prefix: string): Promise<void> {
+    await Promise.all(direct.map((c) => c.set(nodeMarkerKey(prefix), '0')));
+  }
+
+  /**
+   * A holds the lock on nodes 0 and 1 (node 2 cut off while it acquired); node 1 restarts empty;
+   * node 2 is back; B asks. Returns B's outcome and the history of both critical sections.
+   */
+  async function restartMidHold(prefix: string, nodeRecoveryDelay: number): Promise<{ b: Lock | Error; sections: Section[]; aLost: boolean }> {
+    await markNodesLongUsed(prefix);
+    const a = await makeService(prefix, { nodeRecoveryDelay });
+    const b = await makeService(prefix, { nodeRecoveryDelay });
+    nodes.proxies[2].blackhole(true);
+    const held = await a.acquire('k');
+    const aEnter = stamp();
+    expect(await direct[2].exists(`${prefix}{k}`)).toBe(0);
+    nodes.proxies[2].blackhole(false);
+
+    const pidBefore = nodes.servers[1].pid;
+    await nodes.servers[1].restart();
+    // The fault happened: a new process, and it forgot A's lock.
+    expect(nodes.servers[1].pid).not.toBe(pidBefore);
+    expect(await pingOnce(nodes.servers[1].port, nodes.servers[1].host, 500)).toBe(true);
+    const fresh = nodes.servers[1].client();
+    expect(await fresh.exists(`${prefix}{k}`)).toBe(0);
+    // Give the library's connections a moment to reconnect to the restarted node.
+    await sleep(300);
+
+    let outcome: Lock | Error;
+    const sections: Section[] = [];
+    try {
+      outcome = await b.acquire('k', { onBusy: 'throw' });
+      const bEnter = stamp();
+      await sleep(10);
+      sections.push({ worker: 'b', key: 'k', fence: outcome.fencingToken, enterAt: bEnter, exitAt: stamp() });
+      await outcome.release();
+    } catch (error) {
+      outcome = error as Error;
+    }
+    const aLost = held.signal.aborted;
+    sections.push({ worker: 'a', key: 'k', fence: held.fencingToken, enterAt: aEnter, exitAt: stamp() });
+    await held.release().catch(() => undefined);
+    return { b: outcome, sections, aLost };
+  }
+
+  it('control (nodeRecoveryDelay 0): the restarted node votes at once and a second client gets the lock beside the holder', async () => {
+    const { b, sections, aLost } = await restartMidHold('rr1:', 0);
+    const report = checkHistory(sections);
+    console.log(`T16 restart control: B ${b instanceof Error ? b.name : 'acquired'}, overlaps ${report.overlaps.length}, A lost ${aLost}`);
+    expect(b).not.toBeInstanceOf(Error);
+    expect(report.overlaps.length).toBe(1);
+  });
+
+  it('with the quarantine (nodeRecoveryDelay = ttl): the restarted node gives no vote, B is refused, 0 overlaps; it votes again after the delay', async () => {
+    const { b, sections } = await restartMidHold('rr2:', TTL);
+    const report = checkHistory(sections);
+    console.log(`T16 restart mitigated: B ${b instanceof Error ? `${b.name}: ${b.message}` : 'acquired'}, overlaps ${report.overlaps.length}`);
+    expect(b).toBeInstanceOf(LockBusyError);
+    expect(report.overlaps).toEqual([]);
+    // The restarted node wrote its marker at its first use after the restart: it votes once TTL passed.
+    const since = Number(await nodes.servers[1].client().get(nodeMarkerKey('rr2:')));
+    expect(since).toBeGreaterThan(0);
+    await sleep(TTL + 100);
+    const service = services[1];
+    nodes.proxies[0].blackhole(true); // needs the restarted node's vote now
+    const later = await service.acquire('k2', { onBusy: 'throw' });
+    expect(later.fencingToken).toBeGreaterThan(0);
+    await later.release();
+  });
+
+  it('brand-new nodes are quarantined too (they cannot be told apart from restarted ones): LockConnectionError naming why', async () => {
+    const service = await makeService('rr3:', { nodeRecoveryDelay: TTL });
+    await expect(service.acquire('k', { onBusy: 'throw' })).rejects.toThrow(/started without their data less than nodeRecoveryDelay ago/);
+  });
+
+  it('a ttl above nodeRecoveryDelay is refused (the quarantine would not cover that lease)', async () => {
+    await markNodesLongUsed('rr4:');
+    const service = await makeService('rr4:', { nodeRecoveryDelay: TTL });
+    await expect(service.acquire('k', { ttl: TTL + 1 })).rejects.toThrow(/longer than nodeRecoveryDelay/);
+  });
+
+  /**
+   * Node 2's token counter is far ahead of the others (a clock stepped forward, a counter restored
+   * from elsewhere). A takes the lock on all three: its token comes from node 2. Then node 2 is cut
+   * off and B takes the lock on nodes 0 and 1.
+   */
+  async function skewedFences(prefix: string, writeBack: boolean): Promise<{ a: number; b: number; nodesAtA: number }> {
+    await markNodesLongUsed(prefix);
+    const skewed = String(Date.now() * 1000 + 1e12);
+    await direct[2].set(`${prefix}{k}:f`, skewed);
+    const a = await makeService(prefix, { nodeRecoveryDelay: 0 });
+    const b = await makeService(prefix, { nodeRecoveryDelay: 0 });
+    (a.engine.store as RedlockStore).fenceWriteBack = writeBack;
+    (b.engine.store as RedlockStore).fenceWriteBack = writeBack;
+    // Nodes 0 and 1 answer A a little later, so A's majority includes the skewed node and A's token is its.
+    nodes.proxies[0].setDelay(30);
+    nodes.proxies[1].setDelay(30);
+    const first = await a.acquire('k');
+    nodes.proxies[0].setDelay(0);
+    nodes.proxies[1].setDelay(0);
+    expect(first.fencingToken).toBeGreaterThan(Number(skewed));
+    // Nodes whose counter is at A's token or above while A holds it.
+    const fences = await Promise.all(direct.map(async (c) => Number(await c.get(`${prefix}{k}:f`))));
+    const nodesAtA = fences.filter((f) => f >= first.fencingToken).length;
+    await first.release();
+    nodes.proxies[2].blackhole(true);
+    const second = await b.acquire('k');
+    await second.release();
+    return { a: first.fencingToken, b: second.fencingToken, nodesAtA };
+  }
+
+  it('control (write-back off): per-majority maxima go backwards — a fence inversion', async () => {
+    const { a, b, nodesAtA } = await skewedFences('rf1:', false);
+    console.log(`T16 fencing control: A ${a}, then B ${b}`);
+    expect(nodesAtA).toBe(1); // only the skewed node
+    expect(b).toBeLessThan(a);
+  });
+
+  it('with the write-back: the later holder always gets the larger token', async () => {
+    const { a, b, nodesAtA } = await skewedFences('rf2:', true);
+    console.log(`T16 fencing write-back: A ${a}, then B ${b}`);
+    // Written back: a majority of the nodes holds A's token, so every later majority meets one of them.
+    expect(nodesAtA).toBeGreaterThanOrEqual(2);
+    expect(b).toBeGreaterThan(a);
+  });
+});
