@@ -7,9 +7,10 @@
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import { DistributedLockModule, Lock, LockBusyError, LockService, Locked } from '../../lib';
+import { DistributedLockModule, Lock, LockBusyError, LockOptionsError, LockService, Locked } from '../../lib';
 import type { RedlockStore } from '../../lib/redis/redlock/redlock-store';
 import { checkHistory, Section } from '../harness/history';
+import { RedisProcess } from '../harness/redis-process';
 import { RedlockNodes } from '../harness/redlock-nodes';
 import { SettleTracker } from './workers/support/settle-tracker';
 import { sleep } from './workers/support/timing';
@@ -124,6 +125,19 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     await Promise.all(waits);
     console.log(`T16 ticket order: served ${order.join(', ')}`);
     expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it("refuses at startup a node that is a Redis Cluster member given by URL (one Cluster's nodes are not independent)", async () => {
+    const clusterNode = await RedisProcess.start({ args: ['--cluster-enabled', 'yes'] });
+    try {
+      const service = new LockService({ nodes: [nodes.urls[0], nodes.urls[1], clusterNode.url], keyPrefix: 'rb5:', nodeRecoveryDelay: 0 });
+      const startup = service.onModuleInit();
+      await expect(startup).rejects.toBeInstanceOf(LockOptionsError);
+      await expect(startup).rejects.toThrow(/is a Redis Cluster node.*Pass the Cluster as 'redis'/);
+      await service.close();
+    } finally {
+      await clusterNode.stop();
+    }
   });
 
   it('1,000+ contended acquisitions from 3 services: 0 overlaps, increasing tokens, split votes counted', async () => {
