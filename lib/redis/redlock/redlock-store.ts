@@ -105,7 +105,8 @@ export class RedlockStore implements LockStore {
       }
       const ours = count(votes, isOurs);
       if (ours > 0 && count(votes, isBusy) < this.quorum) this.votes.splitVotes++;
-      if (ours > 0) this.giveBack(keys, token, ticket, joinQueue);
+      // Nodes still unanswered (decided early on a busy majority) may yet grant us: they are given back too.
+      if (ours > 0 || votes.includes(undefined)) this.giveBack(keys, token, ticket, joinQueue);
       const answered = count(votes);
       const recovering = count(votes, (r) => r.kind === 'recovering');
       if (count(votes, isBusy) < this.quorum && answered - recovering < this.quorum) {
