@@ -127,6 +127,31 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     expect(order).toEqual([0, 1, 2, 3, 4, 5]);
   });
 
+  it('uncontended acquire + release: measured against one Redis (direct connections, no proxy)', async () => {
+    const direct3 = nodes.servers.map((server) => server.url);
+    const redlock = await makeService('rb6:', { nodes: direct3 });
+    const single = new LockService({ redis: direct3[0], keyPrefix: 'rb6s:' });
+    services.push(single);
+    await single.onModuleInit();
+    const cycle = async (service: LockService, rounds: number): Promise<number[]> => {
+      const times: number[] = [];
+      for (let i = 0; i < rounds; i++) {
+        const started = performance.now();
+        const lock = await service.acquire(`u${i % 10}`);
+        await lock.release();
+        times.push(performance.now() - started);
+      }
+      return times.sort((a, b) => a - b);
+    };
+    await cycle(redlock, 50);
+    await cycle(single, 50);
+    const r = await cycle(redlock, 500);
+    const s1 = await cycle(single, 500);
+    const fmt = (t: number[]) => `median ${t[Math.floor(t.length / 2)].toFixed(2)} ms, p99 ${t[Math.floor(t.length * 0.99)].toFixed(2)} ms`;
+    console.log(`T16 uncontended acquire+release: Redlock on 3 nodes ${fmt(r)}; one Redis ${fmt(s1)}`);
+    expect(r.length).toBe(500);
+  });
+
   it("refuses at startup a node that is a Redis Cluster member given by URL (one Cluster's nodes are not independent)", async () => {
     const clusterNode = await RedisProcess.start({ args: ['--cluster-enabled', 'yes'] });
     try {

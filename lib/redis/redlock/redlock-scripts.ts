@@ -43,6 +43,13 @@ if holder then
 else
   drop_stale(KEYS[3], KEYS[4], now_ms)
   local head = head_of(KEYS[3])
+  -- A head without a live place (lapsed, or its entry in waiters gone) is dropped too, a bounded run.
+  for _ = 1, STALE_WAITERS_PER_CALL do
+    if not head or head == token or place_until_of(KEYS[4], head) > now_ms then break end
+    redis.call('ZREM', KEYS[3], head)
+    redis.call('ZREM', KEYS[4], head)
+    head = head_of(KEYS[3])
+  end
   if head and head ~= token and place_until_of(KEYS[4], head) <= now_ms then
     pttl = -3
   elseif not head or head == token or ahead_of(KEYS[3], ticket, token, head) then
