@@ -9,6 +9,7 @@ import { Lock, LockBusyError, LockConnectionError, LockService, LockTimeoutError
 import { checkHistory, Section } from '../harness/history';
 import { pingOnce } from '../harness/redis-ping';
 import { RedlockNodes } from '../harness/redlock-nodes';
+import { UnhandledRejections } from './workers/support/fault-helpers';
 import { SettleTracker } from './workers/support/settle-tracker';
 import { isAlive, sleep, timed } from './workers/support/timing';
 
@@ -23,6 +24,13 @@ const stamp = (): string => process.hrtime.bigint().toString();
 describe('T16 Redlock node faults', () => {
   const calls = new SettleTracker();
   const services: LockService[] = [];
+  const unhandled = new UnhandledRejections();
+
+  beforeAll(() => unhandled.start());
+  afterAll(() => {
+    unhandled.stop();
+    expect(unhandled.seen).toEqual([]);
+  });
 
   afterEach(async () => {
     await Promise.all(services.splice(0).map((s) => s.close()));
@@ -110,8 +118,12 @@ describe('T16 Redlock node faults', () => {
       expect(single.error).toBeUndefined();
       expect(single.ms).toBeLessThan(NODE_TIMEOUT + SLACK);
       await single.value!.release();
-      const { sections } = await contend(svcs, 'k', 5);
+      const contended = performance.now();
+      const { sections, maxWaitMs } = await contend(svcs, 'k', 5);
       const report = checkHistory(sections);
+      console.log(
+        `T16 1/3 frozen: ${sections.length} contended acquisitions in ${(performance.now() - contended).toFixed(0)} ms, longest wait ${maxWaitMs.toFixed(0)} ms, overlaps ${report.overlaps.length}`,
+      );
       expect(sections.length).toBe(2 * 4 * 5);
       expect(report.overlaps).toEqual([]);
       expect(report.fenceViolations).toEqual([]);

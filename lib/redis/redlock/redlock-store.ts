@@ -216,7 +216,8 @@ export class RedlockStore implements LockStore {
     const votes = await askAll(
       this.nodes,
       (node) => node.run(REDLOCK_SCRIPTS.release, 'release', keys, args),
-      (v) => count(v, (r) => r === 0) > n - this.quorum,
+      // A frozen node does not hold the caller up once a majority released (its release runs when it thaws).
+      (v) => count(v, (r) => r === 1 || r === 2) >= this.quorum || count(v, (r) => r === 0) > n - this.quorum,
     );
     const owned = count(votes, (r) => r === 1 || r === 2);
     if (owned >= this.quorum) return count(votes, (r) => r === 2) > 0 ? 'handed-over' : 'freed';
