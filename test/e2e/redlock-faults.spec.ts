@@ -6,6 +6,7 @@
  * them. Each case first proves the fault happened.
  */
 import { Lock, LockBusyError, LockConnectionError, LockService, LockTimeoutError } from '../../lib';
+import type { RedlockStore } from '../../lib/redis/redlock/redlock-store';
 import { checkHistory, Section } from '../harness/history';
 import { pingOnce } from '../harness/redis-ping';
 import { RedlockNodes } from '../harness/redlock-nodes';
@@ -219,8 +220,10 @@ describe('T16 Redlock node faults', () => {
       expect(one.ms).toBeLessThan(150);
       await one.value!.release();
       expect(nodes.proxies[3].stats().addedMs).toBeGreaterThan(0);
-      const { sections } = await contend(svcs, 'k', 5);
+      const { sections, maxWaitMs } = await contend(svcs, 'k', 5);
       const report = checkHistory(sections);
+      const splits = svcs.reduce((n, s) => n + (s.engine.store as RedlockStore).votes.splitVotes, 0);
+      console.log(`T16 5 nodes, 2 slow: ${sections.length} contended acquisitions, longest wait ${maxWaitMs.toFixed(0)} ms, split votes ${splits}`);
       expect(sections.length).toBe(2 * 4 * 5);
       expect(report.overlaps).toEqual([]);
       expect(report.fenceViolations).toEqual([]);

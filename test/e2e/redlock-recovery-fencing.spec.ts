@@ -113,6 +113,42 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
     await later.release();
   });
 
+  it('a node killed and restarted empty while 8 workers contend (quarantine on): locks keep being granted, 0 overlaps, increasing tokens', async () => {
+    await markNodesLongUsed('rr5:');
+    const svcs = [await makeService('rr5:', { nodeRecoveryDelay: TTL }), await makeService('rr5:', { nodeRecoveryDelay: TTL })];
+    const sections: Section[] = [];
+    let stop = false;
+    const workers = svcs.flatMap((service, s) =>
+      [0, 1, 2, 3].map(async (w) => {
+        while (!stop) {
+          const lock = await service.acquire('k', { waitTimeout: 10_000 });
+          const enterAt = stamp();
+          await sleep(2);
+          sections.push({ worker: `${s}.${w}`, key: 'k', fence: lock.fencingToken, enterAt, exitAt: stamp() });
+          await lock.release();
+        }
+      }),
+    );
+    await sleep(300);
+    const before = sections.length;
+    const pid = nodes.servers[0].pid;
+    await nodes.servers[0].kill9();
+    await sleep(300);
+    await nodes.servers[0].restart();
+    expect(nodes.servers[0].pid).not.toBe(pid);
+    await sleep(TTL + 500); // through the restarted node's quarantine and out of it
+    stop = true;
+    await Promise.all(workers);
+    const report = checkHistory(sections);
+    // The restarted node gave votes again after its quarantine: its marker is older than TTL now.
+    const since = Number(await nodes.servers[0].client().get(nodeMarkerKey('rr5:')));
+    console.log(`T16 restart under load: ${sections.length} acquisitions (${before} before the kill), overlaps ${report.overlaps.length}`);
+    expect(since).toBeGreaterThan(0);
+    expect(sections.length).toBeGreaterThan(before + 50);
+    expect(report.overlaps).toEqual([]);
+    expect(report.fenceViolations).toEqual([]);
+  });
+
   it('brand-new nodes are quarantined too (they cannot be told apart from restarted ones): LockConnectionError naming why', async () => {
     const service = await makeService('rr3:', { nodeRecoveryDelay: TTL });
     await expect(service.acquire('k', { onBusy: 'throw' })).rejects.toThrow(/started without their data less than nodeRecoveryDelay ago/);
