@@ -152,6 +152,18 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     expect(r.length).toBe(500);
   });
 
+  it("nodes given as the user's clients and as ioredis options: works, and close() leaves the user's clients open", async () => {
+    const mine = [nodes.servers[0].client(), nodes.servers[1].client()];
+    const service = await makeService('rb7:', { nodes: [mine[0], mine[1], { host: '127.0.0.1', port: nodes.servers[2].port }] });
+    const lock = await service.acquire('k');
+    expect(await direct[2].get('rb7:{k}')).toBe(lock.token);
+    await lock.release();
+    services.splice(services.indexOf(service), 1);
+    await service.close();
+    expect(mine.map((c) => c.status)).toEqual(['ready', 'ready']);
+    expect(await mine[0].ping()).toBe('PONG');
+  });
+
   it("refuses at startup a node that is a Redis Cluster member given by URL (one Cluster's nodes are not independent)", async () => {
     const clusterNode = await RedisProcess.start({ args: ['--cluster-enabled', 'yes'] });
     try {
