@@ -11,8 +11,9 @@ import { RAISED_FENCE_RETENTION_MS, TICKET_QUEUE_FUNCTIONS } from './ticket-queu
  *
  * KEYS: lock, fence, queue (ticket zset), waiters, node marker.
  * ARGV: token, ttl ms, ticket, recovery ms, [waiter lease ms: take or refresh a place when busy].
- * Returns {1, fence, lease ms left} (ours), {0, holder pttl, position, last fence} (busy; pttl -1:
- * free but a waiter with a lower ticket is queued, -3: stale waiters still being dropped), or
+ * Returns {1, fence, lease ms left} (ours), {0, holder pttl, position, last fence, holder token or ''}
+ * (busy; pttl -1: free but a waiter with a lower ticket is queued, -3: stale waiters still being
+ * dropped; the holder lets the client tell a split vote from another's majority), or
  * {2, recovery ms left} (this node does not vote yet).
  */
 export const REDLOCK_ACQUIRE_SCRIPT =
@@ -59,10 +60,11 @@ else
     return {1, next_fence(KEYS[2], last_fence, clock), tonumber(ttl)}
   end
 end
-if not ARGV[5] then return {0, pttl, -1, last_fence} end
+local holder_seen = holder or ''
+if not ARGV[5] then return {0, pttl, -1, last_fence, holder_seen} end
 queue_up(KEYS[3], KEYS[4], token, ARGV[3], tonumber(ARGV[5]), now_ms)
-if head_of(KEYS[3]) == token then return {0, pttl, 0, last_fence} end
-return {0, pttl, 1, last_fence}
+if head_of(KEYS[3]) == token then return {0, pttl, 0, last_fence, holder_seen} end
+return {0, pttl, 1, last_fence, holder_seen}
 `;
 
 /**

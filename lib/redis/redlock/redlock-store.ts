@@ -12,7 +12,7 @@ import { RedlockTickets } from './redlock-tickets';
 /** One node's answer to an acquire attempt. */
 type NodeAcquire =
   | { kind: 'ours'; fence: number; validFor: number }
-  | { kind: 'busy'; holderTtl: number; position: number; lastFence: number }
+  | { kind: 'busy'; holderTtl: number; position: number; lastFence: number; holder: string }
   | { kind: 'recovering'; left: number };
 
 export interface RedlockStoreSettings {
@@ -104,7 +104,7 @@ export class RedlockStore implements LockStore {
         );
       }
       const ours = count(votes, isOurs);
-      if (ours > 0 && count(votes, isBusy) < this.quorum) this.votes.splitVotes++;
+      if (ours > 0 && !someoneElseHasMajority(votes, this.quorum)) this.votes.splitVotes++;
       // Nodes still unanswered (decided early on a busy majority) may yet grant us: they are given back too.
       if (ours > 0 || votes.includes(undefined)) this.giveBack(keys, token, ticket, joinQueue);
       const answered = count(votes);
@@ -326,12 +326,30 @@ export class RedlockStore implements LockStore {
 }
 
 function nodeAcquire(raw: unknown): NodeAcquire {
-  const reply = raw as number[];
+  const reply = raw as Array<number | string>;
   if (reply[0] === 1) return { kind: 'ours', fence: Number(reply[1]), validFor: Number(reply[2]) };
   if (reply[0] === 2) return { kind: 'recovering', left: Number(reply[1]) };
-  return { kind: 'busy', holderTtl: Number(reply[1]), position: Number(reply[2] ?? -1), lastFence: Number(reply[3] ?? 0) };
+  return {
+    kind: 'busy',
+    holderTtl: Number(reply[1]),
+    position: Number(reply[2] ?? -1),
+    lastFence: Number(reply[3] ?? 0),
+    holder: String(reply[4] ?? ''),
+  };
 }
 
 const isOurs = (r: NodeAcquire): boolean => r.kind === 'ours';
 const isBusy = (r: NodeAcquire): boolean => r.kind === 'busy';
 const isOne = (reply: unknown): boolean => reply === 1;
+
+/** Whether one other owner holds a majority of the nodes that answered (else the attempt saw a split vote). */
+function someoneElseHasMajority(votes: ReadonlyArray<Vote<NodeAcquire> | undefined>, quorum: number): boolean {
+  const held = new Map<string, number>();
+  for (const v of votes) {
+    if (!v?.ok || v.value.kind !== 'busy' || v.value.holder === '') continue;
+    const n = (held.get(v.value.holder) ?? 0) + 1;
+    if (n >= quorum) return true;
+    held.set(v.value.holder, n);
+  }
+  return false;
+}
