@@ -67,8 +67,13 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
       });
     }
     for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+    // Multi-key: all-or-nothing over both keys' majorities.
+    await a.withLock(['m2', 'm1'], async (lock) => {
+      expect(lock.keys).toEqual(['m1', 'm2']);
+      expect(await b.tryAcquire('m2')).toBeNull();
+    });
     // A released lock leaves nothing but the fencing counters behind.
-    for (const c of direct) expect((await c.keys('rb1:*')).sort()).toEqual(['rb1:{k}:f']);
+    for (const c of direct) expect((await c.keys('rb1:*')).sort()).toEqual(['rb1:{k}:f', 'rb1:{m1}:f', 'rb1:{m2}:f']);
   });
 
   it('@Locked on a provider with DistributedLockModule.forRoot({ nodes }) serialises calls across two app instances', async () => {

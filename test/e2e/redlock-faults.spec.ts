@@ -103,6 +103,8 @@ describe('T16 Redlock node faults', () => {
       const { sections, maxWaitMs } = await contend(svcs, 'k', 15);
       const report = checkHistory(sections);
       console.log(`T16 1/3 killed: ${sections.length} acquisitions, overlaps ${report.overlaps.length}, longest wait ${maxWaitMs.toFixed(0)} ms`);
+      // Handovers reach the waiters through the two live nodes' subscriptions: a majority is enough.
+      expect(svcs.map((s) => s.engine.health().wakeChannel)).toEqual(['subscribed', 'subscribed']);
       expect(sections.length).toBe(2 * 4 * 15);
       expect(report.overlaps).toEqual([]);
       expect(report.fenceViolations).toEqual([]);
