@@ -1,6 +1,9 @@
 /** One node's answer to one call: its reply, or why there was none (an Error; our own typed ones pass through). */
 export type Vote<T> = { ok: true; value: T } | { ok: false; error: Error };
 
+/** Shortest grace given to the last nodes once a majority answered without agreeing (timer granularity). */
+const MIN_GRACE_MS = 2;
+
 /** ⌊N/2⌋ + 1: any two majorities of the same N nodes share at least one node. */
 export const quorumOf = (nodes: number): number => Math.floor(nodes / 2) + 1;
 
@@ -13,18 +16,33 @@ export function askAll<N, T>(
   nodes: readonly N[],
   ask: (node: N, index: number) => Promise<T>,
   decided: (votes: ReadonlyArray<Vote<T> | undefined>) => boolean = () => false,
+  /**
+   * Once `when(votes)` holds (e.g. a majority answered without agreeing), the rest get as long again
+   * as that took (at least MIN_GRACE_MS), not their whole bound: a frozen node must not make every
+   * undecided attempt wait for its timeout.
+   */
+  grace?: { when: (votes: ReadonlyArray<Vote<T> | undefined>) => boolean },
 ): Promise<Array<Vote<T> | undefined>> {
   return new Promise((resolve) => {
     const votes: Array<Vote<T> | undefined> = nodes.map(() => undefined);
+    const sentAt = performance.now();
     let pending = nodes.length;
     let done = false;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      if (timer) clearTimeout(timer);
+      resolve([...votes]);
+    };
     const settle = (index: number, vote: Vote<T>) => {
       votes[index] = vote;
       pending--;
       if (done) return;
-      if (pending === 0 || decided(votes)) {
-        done = true;
-        resolve([...votes]);
+      if (pending === 0 || decided(votes)) return finish();
+      if (grace && !timer && grace.when(votes)) {
+        timer = setTimeout(finish, Math.max(MIN_GRACE_MS, Math.ceil(performance.now() - sentAt)));
+        timer.unref();
       }
     };
     nodes.forEach((node, i) => {

@@ -78,11 +78,13 @@ export class RedlockStore implements LockStore {
     const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.marker, token, String(ttl), ticket, this.recovery];
     if (joinQueue) args.push(this.lease);
     const n = this.nodes.length;
-    // Decided early only when a majority agrees; otherwise every node's answer (or bound) counts.
+    // Decided at once when a majority agrees; once a majority answered without agreeing, the others get a
+    // short grace (a frozen node must not cost every such attempt its whole bound); else each node's bound.
     const votes = await askAll(
       this.nodes,
       (node) => node.run(REDLOCK_SCRIPTS.acquire, 'acquire', keys, args, nodeAcquire),
       (v) => count(v, isOurs) >= this.quorum || count(v, isBusy) >= this.quorum,
+      { when: (v) => count(v) >= this.quorum },
     );
     this.votes.attempts++;
     try {
