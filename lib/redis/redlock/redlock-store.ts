@@ -84,7 +84,8 @@ export class RedlockStore implements LockStore {
       this.nodes,
       (node) => node.run(REDLOCK_SCRIPTS.acquire, 'acquire', keys, args, nodeAcquire),
       (v) => count(v, isOurs) >= this.quorum || count(v, isBusy) >= this.quorum,
-      { when: (v) => count(v) >= this.quorum },
+      // Counting only votes (not recovering nodes), so the grace never turns a wait into "too few answered".
+      { when: (v) => count(v, (r) => r.kind !== 'recovering') >= this.quorum },
     );
     this.votes.attempts++;
     try {
