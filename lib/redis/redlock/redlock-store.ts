@@ -100,6 +100,8 @@ export class RedlockStore implements LockStore {
           return { acquired: true, fence: won.fence, validFor: won.validFor };
         }
         this.giveBack(keys, token, ticket, joinQueue);
+        // A node died or stalled between the grant and the write-back: a waiter keeps its place and asks again.
+        if (joinQueue) return { acquired: false, holderTtl: -1, position: 0, lastFence: 0 };
         throw new LockConnectionError(
           `Redlock acquire of "${keys.key}": a majority of ${n} nodes granted it, but fewer than ${this.quorum} kept it through the fencing-token write-back ` +
             `(nodes stopped answering, or the grants expired); the lock was given back. Check the nodes' health.`,
