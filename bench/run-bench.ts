@@ -20,6 +20,16 @@ import { resultsMarkdown } from './report/results-markdown';
 import { contendedTable, handoverFloorLine, heldTable, parallelTable, sequentialTable } from './report/tables';
 import { checkTargets, targetsTable, totalOverlaps } from './report/targets';
 import { waitDistributionSvg } from './report/wait-distribution-svg';
+import {
+  checkMultiNodeTargets,
+  MULTI_NODE_FULL,
+  MULTI_NODE_QUICK,
+  multiNodeChecksTable,
+  multiNodeMarkdown,
+  multiNodeTable,
+  MultiNodeResults,
+  runMultiNodeSection,
+} from './multinode/multinode-section';
 import { mergeContendedRepeats, runContended } from './workloads/contended.workload';
 import { HeldResult, runHeldWatchdog } from './workloads/held-watchdog.workload';
 import { ParallelRound, runParallelRound, summarizeParallel } from './workloads/parallel-distinct.workload';
@@ -48,10 +58,28 @@ async function interleaved<T>(rounds: number, run: (adapter: LockAdapter) => Pro
   return byLib;
 }
 
+/** The multi-node (Redlock) section: runs, prints its table and targets, returns its results.md section. */
+async function multiNode(quick: boolean): Promise<{ markdown: string; overlaps: number }> {
+  const results: MultiNodeResults = await runMultiNodeSection(quick ? MULTI_NODE_QUICK : MULTI_NODE_FULL, log);
+  const checks = checkMultiNodeTargets(results);
+  log('');
+  log(`(m) Redlock mode over ${results.config.nodes} independent nodes, side by side`);
+  log(renderTable(multiNodeTable(results)));
+  log('');
+  log('Multi-node targets');
+  log(renderTable(multiNodeChecksTable(checks)));
+  const overlaps = Object.values(results.contended).reduce((n, r) => n + r.overlaps, 0);
+  return { markdown: multiNodeMarkdown(results, checks), overlaps };
+}
+
 async function main(): Promise<number> {
   const started = nowMs();
   const config = benchConfig();
   installRoundTripCounter();
+  if (process.env.BENCH_ONLY === 'multinode') {
+    const { overlaps } = await multiNode(config.quick);
+    return overlaps > 0 ? 2 : 0;
+  }
   const machine = machineInfo(await redisServerVersion());
   log(
     `nestjs-distributed-lock bench${config.quick ? ' (BENCH_QUICK=1)' : ''}: Node ${machine.node}, ${machine.cpu}, ${machine.cores} cores, redis-server ${machine.redis}`,
@@ -88,6 +116,8 @@ async function main(): Promise<number> {
     log(`(d) ${config.held.locks} locks held with renewal: ${adapter.name}…`);
     held[adapter.name] = await runHeldWatchdog(adapter, config.held.locks, config.held.ttl, config.held.holdMs);
   }
+
+  const multi = await multiNode(config.quick);
 
   const results: BenchResults = {
     config,
@@ -128,11 +158,11 @@ async function main(): Promise<number> {
     1.5 * (config.contended.workers - 1) * chartRun.sectionMs,
   );
   fs.writeFileSync(path.join(__dirname, CHART_FILE), svg);
-  fs.writeFileSync(path.join(__dirname, 'results.md'), resultsMarkdown(results, checks, CHART_FILE));
+  fs.writeFileSync(path.join(__dirname, 'results.md'), `${resultsMarkdown(results, checks, CHART_FILE)}\n${multi.markdown}`);
   log('');
   log(`Wrote bench/results.md and bench/${CHART_FILE} (${results.totalSeconds.toFixed(0)} s).`);
 
-  const overlaps = totalOverlaps(results);
+  const overlaps = totalOverlaps(results) + multi.overlaps;
   if (overlaps > 0) {
     log(`FAILED: ${overlaps} overlapping critical sections: a lock let two holders in.`);
     return 2;
