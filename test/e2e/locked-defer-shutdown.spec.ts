@@ -17,7 +17,7 @@ import { pollUntil, sleep } from '../unit/core-helpers';
 
 const QUEUE = 'defer-shutdown';
 /** How long a deferred run takes: long enough to close the application in the middle of it. */
-const JOB_MS = 1_000;
+const JOB_MS = 2_000;
 
 /** What happened, in order, across both instances (they share this process). */
 const events: string[] = [];
