@@ -113,9 +113,10 @@ describe('sample coupon app on 3 instances', () => {
     expect(r.resultsMs).toBeGreaterThanOrEqual(r.burstMs);
     expect(r.audit).toMatchObject({ stock: 20, counter: 20, coupons: 20, oversold: 0, duplicateUsers: 0, fenceRejections: 0 });
     expect(judgeDeferred(r)).toEqual({ exact: true, noJobLost: true, accounted: true });
-    // The claim lock in /metrics: every 202 is one busy fail-fast attempt, every job one acquisition.
-    expect(r.lockHealth.failuresByOutcome).toEqual({ busy: accepted.length });
-    expect(r.lockHealth.attempts).toBe(SHAPE.claims + accepted.length);
+    // The claim lock in /metrics: every 202 is one busy fail-fast attempt, every job at least one acquisition
+    // (a second if a run was retried: at least once, not exactly once).
+    expect(r.lockHealth.failuresByOutcome.busy).toBe(accepted.length);
+    expect(r.lockHealth.attempts).toBeGreaterThanOrEqual(SHAPE.claims + accepted.length);
   });
 
   it('negative control: with LOCK_MODE=in-process the same burst oversells or double-issues', async () => {
