@@ -54,6 +54,10 @@ export class BullmqDeferQueue implements DeferQueue {
     this.queue.on('error', (error) => this.logger.warn(`Defer queue "${options.queueName}": ${error.message}`));
   }
 
+  get closed(): boolean {
+    return this.closing !== undefined;
+  }
+
   async enqueue(method: DeferredMethod, args: readonly unknown[]): Promise<Deferred> {
     if (this.closing)
       throw new DistributedLockError(

@@ -10,7 +10,7 @@ import { Test } from '@nestjs/testing';
 import { Queue } from 'bullmq';
 import Redis from 'ioredis';
 import '../harness/quiet-logs';
-import { Deferred, DistributedLockModule, LockService, Locked, currentLock } from '../../lib';
+import { Deferred, DistributedLockModule, LockService, LockServiceClosedError, Locked, currentLock } from '../../lib';
 import { LockDeferCoordinator } from '../../lib/lock-defer.coordinator';
 import { RedisProcess } from '../harness/redis-process';
 import { pollUntil, sleep } from '../unit/core-helpers';
@@ -143,4 +143,18 @@ describe("onBusy 'defer': app.close() while a deferred job runs", () => {
     expect(events.filter((e) => e.startsWith('end b'))).toEqual(['end b (signal live, held true)']);
     expect(events.filter((e) => e.startsWith('end a'))).toHaveLength(2);
   }, 40_000);
+
+  it('a busy call that reaches the queue after it closed (the race with shutdown) is refused like a call after close(): LockServiceClosedError', async () => {
+    const c = await instance();
+    const held = await c.locks.acquire('drain:z');
+    const before = await queue.getJobCounts('waiting', 'delayed');
+    // The moment the queue closes alongside the lock service, while this call's lock attempt is in flight.
+    await c.app.get(LockDeferCoordinator, { strict: false }).onApplicationShutdown();
+    const late = c.slow.run('z');
+    await expect(late).rejects.toBeInstanceOf(LockServiceClosedError);
+    await expect(late).rejects.toThrow(/"drain:z".*shutting down: the call was neither run nor deferred/);
+    expect(await queue.getJobCounts('waiting', 'delayed')).toEqual(before); // nothing enqueued
+    expect(events).not.toContain('start z');
+    await held.release();
+  });
 });
