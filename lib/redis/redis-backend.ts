@@ -8,6 +8,7 @@ import { RedisConnection, closeConnection, connectTimeoutFor, createRedisConnect
 import { RedisLockStore } from './redis-lock-store';
 import { ReplicaAcks } from './replica-acks';
 import { WakeChannel } from './wake-channel';
+import { WakeRoute } from './wake-route';
 
 /** The production backend: one Redis connection (the user's, or one the module owns), its store and its wake channel. */
 export const redisBackend: LockBackendFactory = (context) => new RedisBackend(context);
@@ -29,8 +30,11 @@ class RedisBackend implements LockBackend {
     const { keyPrefix, commandTimeout, waiterLease, replicaAcks, replicaAckTimeout } = settings;
     const acks = replicaAcks > 0 ? new ReplicaAcks(replicaAcks, replicaAckTimeout) : undefined;
     this.confirmsHandovers = acks !== undefined;
-    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease, acks, this.connectionState);
-    this.wakeChannel = new WakeChannel(client, this.store.channelPrefix + serviceId, commandTimeout, logger);
+    // Plain pub/sub on a single Redis; on a Cluster, sharded when every master has it (asked once, at startup).
+    const route = new WakeRoute(client, keyPrefix, commandTimeout);
+    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease, acks, this.connectionState, route);
+    this.wakeChannel = new WakeChannel(client, route, serviceId, commandTimeout, logger);
+    if (route.mode === undefined) void route.detect();
   }
 
   /**
