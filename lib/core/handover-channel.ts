@@ -31,9 +31,11 @@ export interface HandoverChannel {
 
   /**
    * Registers `wake` for the handover of `lockName` (LockKeys.lock) to `token`, synchronously, before
-   * the attempt that may queue it is sent; returns the unregister function.
+   * the attempt that may queue it is sent; returns the unregister function. `wake()` without a
+   * handover asks the waiter to try again now: a handover may have gone unheard (the channel of
+   * its slot was lost and is back).
    */
-  register(token: string, lockName: string, wake: (handover: Handover) => void): () => void;
+  register(token: string, lockName: string, wake: (handover?: Handover) => void): () => void;
 
   /**
    * Makes sure handovers of `lockName` reach this service: subscribes once per service (sharded: per

@@ -7,7 +7,7 @@ import type { WakeRoute } from './wake-route';
 
 export type { Handover } from '../core/handover-channel';
 
-type Wake = (handover: Handover) => void;
+type Wake = (handover?: Handover) => void;
 
 /** @internal See `WakeChannel.state`. */
 export type WakeChannelState = HandoverChannelState;
@@ -47,7 +47,7 @@ export class WakeChannel implements HandoverChannel {
   private connection?: RedisClient;
   private subscribing?: Promise<void>;
   private confirmed = false;
-  private readonly waiters = new Map<string, Wake>();
+  private readonly waiters = new Map<string, { lockName: string; wake: Wake }>();
   private closed = false;
   private readonly onClose: Promise<void>;
   private signalClosed!: () => void;
@@ -116,7 +116,7 @@ export class WakeChannel implements HandoverChannel {
    */
   register(token: string, lockName: string, wake: Wake): () => void {
     const id = handoverId(token, lockName);
-    this.waiters.set(id, wake);
+    this.waiters.set(id, { lockName, wake });
     return () => this.waiters.delete(id);
   }
 
@@ -180,7 +180,7 @@ export class WakeChannel implements HandoverChannel {
   private deliver(message: string): void {
     // Scripts see key names with the client's own keyPrefix (an ioredis option) in front.
     const parsed = parseHandover(message, this.route.clientKeyPrefix);
-    if (parsed) this.waiters.get(handoverId(parsed.token, parsed.lockName))?.(parsed.handover);
+    if (parsed) this.waiters.get(handoverId(parsed.token, parsed.lockName))?.wake(parsed.handover);
   }
 
   // ---- sharded mode ----
@@ -219,6 +219,8 @@ export class WakeChannel implements HandoverChannel {
       sub.node = node;
       sub.connection = connection;
       sub.confirmed = true;
+      // A handover announced while the slot had no subscription here went unheard: its waiters ask again now.
+      if (previous) this.nudgeSlot(sub.slot);
     });
   }
 
@@ -258,6 +260,11 @@ export class WakeChannel implements HandoverChannel {
     if (this.nodeConnections.get(node) === connection) this.nodeConnections.delete(node);
     if (this.closed) return;
     for (const sub of this.slots.values()) if (sub.connection === connection) this.lost(sub);
+  }
+
+  /** Wakes every waiter on a lock in `slot` without a handover: each sends its next attempt now. */
+  private nudgeSlot(slot: number): void {
+    for (const { lockName, wake } of [...this.waiters.values()]) if (this.route.slotOf(lockName) === slot) wake();
   }
 
   /** Marks a slot's subscription lost and makes it again once the Cluster client knows the slot's new owner. */

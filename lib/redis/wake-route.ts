@@ -109,9 +109,7 @@ async function supportsShardedPubSub(cluster: Cluster, timeoutMs: number): Promi
   const masters = cluster.nodes('master');
   if (masters.length === 0) throw new Error('no master known yet');
   const deadlines = new CommandDeadlines(timeoutMs);
-  const answers = await Promise.all(
-    masters.map((node) => deadlines.bound('detect', () => node.call('COMMAND', 'INFO', 'SPUBLISH', 'SSUBSCRIBE'))),
-  );
+  const answers = await Promise.all(masters.map((node) => deadlines.bound('detect', () => node.call('COMMAND', 'INFO', 'SPUBLISH', 'SSUBSCRIBE'))));
   return answers.every((entries) => Array.isArray(entries) && entries.length === 2 && entries.every((entry) => Array.isArray(entry)));
 }
 
