@@ -1,21 +1,21 @@
-import type { Handover, HandoverChannel } from '../../lib/core/handover-channel';
 import { HandoverListener } from '../../lib/core/acquire/handover-listener';
+import type { Handover, HandoverChannel } from '../../lib/core/handover-channel';
 
 /** A channel that hands the test the wake function the listener registered. */
-function fakeChannel(): { channel: HandoverChannel; wake: () => (handover?: Handover) => void } {
+function fakeChannel(): { channel: HandoverChannel; wake: (handover?: Handover) => void } {
   let registered: ((handover?: Handover) => void) | undefined;
-  const channel = {
+  const channel: HandoverChannel = {
     subscribed: true,
     state: 'subscribed',
     subscribedTo: () => true,
-    register: (_token: string, _lockName: string, wake: (handover?: Handover) => void) => {
+    register: (_token, _lockName, wake) => {
       registered = wake;
       return () => (registered = undefined);
     },
     ensureSubscribed: () => Promise.resolve(true),
     close: () => Promise.resolve(),
-  } as HandoverChannel;
-  return { channel, wake: () => registered! };
+  };
+  return { channel, wake: (handover) => registered?.(handover) };
 }
 
 /**
@@ -29,13 +29,13 @@ describe('HandoverListener', () => {
     let pausesEnded = 0;
     listener.wake = () => pausesEnded++;
 
-    wake()();
+    wake();
     expect(pausesEnded).toBe(1);
     expect(listener.handover).toBeUndefined();
 
     const handover = { fence: 7, validFor: 900, placeLeft: 900 };
-    wake()(handover);
-    wake()();
+    wake(handover);
+    wake();
     expect(pausesEnded).toBe(3);
     expect(listener.handover).toBe(handover);
 
