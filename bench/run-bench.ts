@@ -3,6 +3,8 @@
  * side in one run, each library on its own fresh redis-server. Prints the tables and the issue's
  * targets as PASS/FAIL, writes bench/results.md and the wait-time chart. Targets are reported, not
  * asserted: exit code 0 whenever it ran, non-zero only on a crash or an overlap (a broken lock).
+ * Last comes the Cluster section (this library on a 3-master Cluster vs one node). `BENCH_ONLY=cluster`
+ * runs only that section (prints it; results.md is left alone).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -17,9 +19,21 @@ import type { BenchResults } from './report/bench-results';
 import { renderTable } from './report/format';
 import { machineInfo } from './report/machine';
 import { resultsMarkdown } from './report/results-markdown';
+import { clusterChecks, clusterChecksTable, clusterContendedTable, clusterParallelTable, clusterSectionMarkdown } from './report/cluster-tables';
 import { contendedTable, handoverFloorLine, heldTable, parallelTable, sequentialTable } from './report/tables';
 import { checkTargets, targetsTable, totalOverlaps } from './report/targets';
 import { waitDistributionSvg } from './report/wait-distribution-svg';
+import {
+  checkMultiNodeTargets,
+  MULTI_NODE_FULL,
+  MULTI_NODE_QUICK,
+  multiNodeChecksTable,
+  multiNodeMarkdown,
+  multiNodeTable,
+  MultiNodeResults,
+  runMultiNodeSection,
+} from './multinode/multinode-section';
+import { CLUSTER_SECTION, ClusterSectionResult, runClusterSection } from './workloads/cluster.workload';
 import { mergeContendedRepeats, runContended } from './workloads/contended.workload';
 import { HeldResult, runHeldWatchdog } from './workloads/held-watchdog.workload';
 import { ParallelRound, runParallelRound, summarizeParallel } from './workloads/parallel-distinct.workload';
@@ -48,9 +62,54 @@ async function interleaved<T>(rounds: number, run: (adapter: LockAdapter) => Pro
   return byLib;
 }
 
+/** The multi-node (Redlock) section: runs, prints its table and targets, returns its results.md section. */
+async function multiNode(quick: boolean): Promise<{ markdown: string; overlaps: number }> {
+  const results: MultiNodeResults = await runMultiNodeSection(quick ? MULTI_NODE_QUICK : MULTI_NODE_FULL, log);
+  const checks = checkMultiNodeTargets(results);
+  log('');
+  log(`(m) Redlock mode over ${results.config.nodes} independent nodes, side by side`);
+  log(renderTable(multiNodeTable(results)));
+  log('');
+  log('Multi-node targets');
+  log(renderTable(multiNodeChecksTable(checks)));
+  const overlaps = Object.values(results.contended).reduce((n, r) => n + r.overlaps, 0);
+  return { markdown: multiNodeMarkdown(results, checks), overlaps };
+}
+
+/** The Cluster section: runs it and prints its tables and target; returns it, or the overlap count as a failure. */
+async function clusterSection(quick: boolean): Promise<ClusterSectionResult> {
+  const result = await runClusterSection(CLUSTER_SECTION[quick ? 'quick' : 'full'], log);
+  const { contended: c, parallel: p } = result.config;
+  log('');
+  log(`(cluster a) ${c.workers} workers, one key, ${c.sectionMs} ms section: Redis CPU per acquisition, all servers (idle share out)`);
+  log(renderTable(clusterContendedTable(result)));
+  log('');
+  log(`(cluster b) ${p.inFlight} in flight on distinct keys`);
+  log(renderTable(clusterParallelTable(result)));
+  log('');
+  log('Cluster target');
+  log(renderTable(clusterChecksTable(clusterChecks(result))));
+  return result;
+}
+
+const clusterOverlaps = (result: ClusterSectionResult): number => result.contended.reduce((n, r) => n + r.overlaps, 0);
+
 async function main(): Promise<number> {
   const started = nowMs();
   const config = benchConfig();
+  if (process.env.BENCH_ONLY === 'cluster') {
+    installRoundTripCounter();
+    log(`nestjs-distributed-lock bench, Cluster section only${config.quick ? ' (BENCH_QUICK=1)' : ''}: redis-server ${await redisServerVersion()}`);
+    const result = await clusterSection(config.quick);
+    log(`(${((nowMs() - started) / 1000).toFixed(0)} s)`);
+    return clusterOverlaps(result) > 0 ? 2 : 0;
+  } else if (process.env.BENCH_ONLY === 'multinode') {
+    installRoundTripCounter();
+    const { overlaps } = await multiNode(config.quick);
+    return overlaps > 0 ? 2 : 0;
+  } else if (process.env.BENCH_ONLY) {
+    throw new Error(`BENCH_ONLY=${process.env.BENCH_ONLY}: the sections that run alone are 'cluster' and 'multinode'`);
+  }
   installRoundTripCounter();
   const machine = machineInfo(await redisServerVersion());
   log(
@@ -88,6 +147,10 @@ async function main(): Promise<number> {
     log(`(d) ${config.held.locks} locks held with renewal: ${adapter.name}…`);
     held[adapter.name] = await runHeldWatchdog(adapter, config.held.locks, config.held.ttl, config.held.holdMs);
   }
+
+  const multi = await multiNode(config.quick);
+  log('');
+  const cluster = await clusterSection(config.quick);
 
   const results: BenchResults = {
     config,
@@ -128,11 +191,14 @@ async function main(): Promise<number> {
     1.5 * (config.contended.workers - 1) * chartRun.sectionMs,
   );
   fs.writeFileSync(path.join(__dirname, CHART_FILE), svg);
-  fs.writeFileSync(path.join(__dirname, 'results.md'), resultsMarkdown(results, checks, CHART_FILE));
+  fs.writeFileSync(
+    path.join(__dirname, 'results.md'),
+    `${resultsMarkdown(results, checks, CHART_FILE)}\n${clusterSectionMarkdown(cluster)}\n${multi.markdown}`,
+  );
   log('');
   log(`Wrote bench/results.md and bench/${CHART_FILE} (${results.totalSeconds.toFixed(0)} s).`);
 
-  const overlaps = totalOverlaps(results);
+  const overlaps = totalOverlaps(results) + clusterOverlaps(cluster) + multi.overlaps;
   if (overlaps > 0) {
     log(`FAILED: ${overlaps} overlapping critical sections: a lock let two holders in.`);
     return 2;

@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import type { BullmqDeferQueue, DeferTarget } from './defer/bullmq-defer-queue';
@@ -15,10 +15,11 @@ import type { ResolvedDeferOptions } from './options/defer-options.interface';
  * Wires `@Locked(…, { onBusy: 'defer' })` to BullMQ when the module has a `defer` option (bullmq is loaded
  * only then): attaches the queue to this application's LockService at init, starts the worker over the
  * deferring methods of singleton providers and controllers (by `ClassName.method`) once the application is
- * up, and closes the worker (running jobs finish) before the LockService closes its engine.
+ * up, and at shutdown closes the worker (running jobs finish) before the LockService closes its engine,
+ * and the queue alongside it.
  */
 @Injectable()
-export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
+export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly settings?: ResolvedDeferOptions;
   private queue?: BullmqDeferQueue;
 
@@ -67,8 +68,22 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
     }
   }
 
+  /**
+   * Nest runs every beforeApplicationShutdown before closing the HTTP server and before any
+   * onApplicationShutdown (where the LockService closes): the worker stops taking jobs and its running
+   * jobs finish under their locks. The queue stays attached meanwhile: requests still being served can
+   * run (free key) or enqueue (busy key) for another instance.
+   */
   async beforeApplicationShutdown(): Promise<void> {
-    attachDeferQueue(this.locks, undefined);
+    await this.queue?.closeWorker();
+  }
+
+  /**
+   * Alongside the LockService's close: no new lock is taken from now on (LockServiceClosedError, 503 over
+   * HTTP), so nothing new reaches the queue; enqueues in flight land, then its connections close. The
+   * queue stays attached, so a late call gets the lock service's LockServiceClosedError, not "no queue".
+   */
+  async onApplicationShutdown(): Promise<void> {
     await this.queue?.close();
   }
 

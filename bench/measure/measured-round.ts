@@ -1,10 +1,10 @@
 import type { LockAdapter, LockClient } from '../adapters';
 import { sumServer, sumTrips } from './aggregate';
-import { withFreshServer } from './bench-server';
+import { BenchFixture, freshServer } from './bench-server';
 import { startClientCpu } from './client-cpu';
 import { nowMs } from './clock';
 import { RoundTripCounts, startRoundTripCount } from './round-trips';
-import { ServerDelta, startServerDelta } from './redis-server-stats';
+import type { ServerDelta } from './redis-server-stats';
 
 /** What one measured round of an uncontended workload reports. */
 export interface MeasuredRound {
@@ -17,7 +17,7 @@ export interface MeasuredRound {
 }
 
 /**
- * One round on a fresh server: `warmUp` first (loads scripts — EVALSHA → NOSCRIPT → EVAL — and warms
+ * One round on a fresh server (or `fixture`'s servers): `warmUp` first (loads scripts — EVALSHA → NOSCRIPT → EVAL — and warms
  * the JIT), then `run` with round trips, client CPU and server INFO deltas counted around it only.
  */
 export async function measuredRound(
@@ -25,12 +25,13 @@ export async function measuredRound(
   units: number,
   warmUp: (client: LockClient) => Promise<void>,
   run: (client: LockClient) => Promise<void>,
+  fixture: BenchFixture = freshServer,
 ): Promise<MeasuredRound> {
-  return withFreshServer(async ({ url, admin }) => {
+  return fixture(async ({ url, startDelta }) => {
     const client = await adapter.create(url);
     try {
       await warmUp(client);
-      const serverDelta = await startServerDelta(admin);
+      const serverDelta = await startDelta();
       const readTrips = startRoundTripCount();
       const readCpu = startClientCpu();
       const started = nowMs();

@@ -1,11 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LockAdapter, LockClient } from '../adapters';
-import { withFreshServer } from '../measure/bench-server';
+import { BenchFixture, freshServer } from '../measure/bench-server';
 import { nowMs } from '../measure/clock';
 import { sumServer, sumTrips } from '../measure/aggregate';
 import { percentile } from '../measure/percentiles';
 import { RoundTripCounts, startRoundTripCount } from '../measure/round-trips';
-import { ServerDelta, startServerDelta } from '../measure/redis-server-stats';
+import type { ServerDelta } from '../measure/redis-server-stats';
 
 /** What a run counts; everything else in a ContendedResult is derived from these, so repeats add up. */
 interface ContendedCounts {
@@ -103,8 +103,14 @@ const KEY = 'bench:c';
  * need no cross-process clock. The run lasts `durationMs`; workers still waiting then finish
  * their wait (drain), so the longest waits are measured, not cut off.
  */
-export async function runContended(adapter: LockAdapter, workers: number, sectionMs: number, durationMs: number): Promise<ContendedResult> {
-  return withFreshServer(async ({ url, admin }) => {
+export async function runContended(
+  adapter: LockAdapter,
+  workers: number,
+  sectionMs: number,
+  durationMs: number,
+  fixture: BenchFixture = freshServer,
+): Promise<ContendedResult> {
+  return fixture(async ({ url, startDelta }) => {
     const clients: LockClient[] = [];
     try {
       for (let i = 0; i < workers; i++) clients.push(await adapter.create(url));
@@ -156,7 +162,7 @@ export async function runContended(adapter: LockAdapter, workers: number, sectio
       await Promise.all(clients.map((_, w) => worker(w, () => nowMs() < warmEnd)));
       state.lastHolder = -1;
 
-      const serverDelta = await startServerDelta(admin);
+      const serverDelta = await startDelta();
       const readTrips = startRoundTripCount();
       measuring = true;
       const started = nowMs();

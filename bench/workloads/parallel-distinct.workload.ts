@@ -1,5 +1,6 @@
 import type { LockAdapter, LockClient } from '../adapters';
 import { median } from '../measure/aggregate';
+import type { BenchFixture } from '../measure/bench-server';
 import { MeasuredRound, measuredRound, summarizeRounds } from '../measure/measured-round';
 import type { RoundTripCounts } from '../measure/round-trips';
 import type { ServerDelta } from '../measure/redis-server-stats';
@@ -27,7 +28,7 @@ export interface ParallelResult {
  * total: throughput when nothing contends, all commands sharing one connection. Each key has
  * exactly one loop, so there is nothing to overlap here (mutual exclusion is checked in c).
  */
-export function runParallelRound(adapter: LockAdapter, ops: number, inFlight: number): Promise<ParallelRound> {
+export function runParallelRound(adapter: LockAdapter, ops: number, inFlight: number, fixture?: BenchFixture): Promise<ParallelRound> {
   const runLoops = (total: number) => async (client: LockClient) => {
     let started = 0;
     const loop = async (slot: number) => {
@@ -41,7 +42,7 @@ export function runParallelRound(adapter: LockAdapter, ops: number, inFlight: nu
     };
     await Promise.all(Array.from({ length: inFlight }, (_, slot) => loop(slot)));
   };
-  return measuredRound(adapter, ops, runLoops(inFlight * 4), runLoops(ops));
+  return measuredRound(adapter, ops, runLoops(inFlight * 4), runLoops(ops), fixture);
 }
 
 export function summarizeParallel(rounds: readonly ParallelRound[], inFlight: number): ParallelResult {

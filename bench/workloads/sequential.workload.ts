@@ -1,5 +1,6 @@
 import type { LockAdapter, LockClient } from '../adapters';
 import { median } from '../measure/aggregate';
+import type { BenchFixture } from '../measure/bench-server';
 import { MeasuredRound, measuredRound, summarizeRounds } from '../measure/measured-round';
 import type { RoundTripCounts } from '../measure/round-trips';
 import type { ServerDelta } from '../measure/redis-server-stats';
@@ -26,7 +27,7 @@ export interface SequentialResult {
 const WARMUP_CYCLES = 200;
 
 /** (a) One client, one key, acquire + release back to back: the cost of the uncontended path. */
-export function runSequentialRound(adapter: LockAdapter, cycles: number): Promise<SequentialRound> {
+export function runSequentialRound(adapter: LockAdapter, cycles: number, fixture?: BenchFixture): Promise<SequentialRound> {
   const run = (count: number) => async (client: LockClient) => {
     for (let i = 0; i < count; i++) {
       const held = await client.acquire('bench:a');
@@ -34,7 +35,7 @@ export function runSequentialRound(adapter: LockAdapter, cycles: number): Promis
       await held.release();
     }
   };
-  return measuredRound(adapter, cycles, run(WARMUP_CYCLES), run(cycles));
+  return measuredRound(adapter, cycles, run(WARMUP_CYCLES), run(cycles), fixture);
 }
 
 export function summarizeSequential(rounds: readonly SequentialRound[]): SequentialResult {

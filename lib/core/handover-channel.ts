@@ -16,20 +16,33 @@ export type HandoverChannelState = 'idle' | 'subscribed' | 'disconnected' | 'clo
  * lib/redis/wake-channel.ts; tests: lib/testing). Exactly one service hears about each handover.
  */
 export interface HandoverChannel {
-  /** True once handovers reach registered waiters; until then waiters poll. */
+  /** True once handovers reach registered waiters (of some key); until then waiters poll. */
   readonly subscribed: boolean;
+
+  /**
+   * Whether a handover of `lockName` reaches a waiter registered now (read before each attempt, so
+   * it must be cheap). One channel per service: `subscribed`. Redis Cluster with sharded pub/sub:
+   * the channel of the lock's slot, subscribed on the master that owns it now.
+   */
+  subscribedTo(lockName: string): boolean;
 
   /** For health checks; read locally, sends nothing. */
   readonly state: HandoverChannelState;
 
   /**
    * Registers `wake` for the handover of `lockName` (LockKeys.lock) to `token`, synchronously, before
-   * the attempt that may queue it is sent; returns the unregister function.
+   * the attempt that may queue it is sent; returns the unregister function. `wake()` without a
+   * handover asks the waiter to try again now: a handover may have gone unheard (the channel of
+   * its slot was lost and is back).
    */
-  register(token: string, lockName: string, wake: (handover: Handover) => void): () => void;
+  register(token: string, lockName: string, wake: (handover?: Handover) => void): () => void;
 
-  /** Subscribes once per service; true when confirmed, false when it failed (waiters then poll) or the channel closed. */
-  ensureSubscribed(): Promise<boolean>;
+  /**
+   * Makes sure handovers of `lockName` reach this service: subscribes once per service (sharded: per
+   * slot, again after the slot moved); true when confirmed, false when it failed (waiters then poll)
+   * or the channel closed.
+   */
+  ensureSubscribed(lockName: string): Promise<boolean>;
 
   close(): Promise<void>;
 }

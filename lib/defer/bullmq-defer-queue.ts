@@ -39,6 +39,9 @@ export class BullmqDeferQueue implements DeferQueue {
   private readonly connections: Redis[] = [];
   private readonly queue: Queue<DeferredJobData>;
   private worker?: Worker<DeferredJobData>;
+  /** Enqueues in flight: close() lets them land before closing the connection they use. */
+  private readonly adding = new Set<Promise<Deferred>>();
+  private closing?: Promise<void>;
 
   constructor(
     private readonly options: ResolvedDeferOptions,
@@ -51,7 +54,25 @@ export class BullmqDeferQueue implements DeferQueue {
     this.queue.on('error', (error) => this.logger.warn(`Defer queue "${options.queueName}": ${error.message}`));
   }
 
+  get closed(): boolean {
+    return this.closing !== undefined;
+  }
+
   async enqueue(method: DeferredMethod, args: readonly unknown[]): Promise<Deferred> {
+    if (this.closing)
+      throw new DistributedLockError(
+        `The defer queue "${this.options.queueName}" is closed (application shutdown): ${method.name} was not enqueued.`,
+      );
+    const adding = this.add(method, args);
+    this.adding.add(adding);
+    try {
+      return await adding;
+    } finally {
+      this.adding.delete(adding);
+    }
+  }
+
+  private async add(method: DeferredMethod, args: readonly unknown[]): Promise<Deferred> {
     const encoded = encodeDeferredArguments(args, method.where);
     const jobId = method.deferKey ? idempotentJobId(method.name, method.deferKey.resolve(undefined, args)) : undefined;
     const { attempts, backoff } = this.options;
@@ -85,11 +106,24 @@ export class BullmqDeferQueue implements DeferQueue {
     this.worker = worker;
   }
 
-  /** Stops taking jobs, waits for the running ones (like held locks drain), then closes the connections. */
-  async close(): Promise<void> {
+  /**
+   * Shutdown, first step: this instance's worker takes no new job and waits for the running ones (they
+   * finish under their locks, the lock service still open). Jobs not started stay in the queue for another
+   * instance. Enqueueing still works meanwhile: the application keeps serving until it closes.
+   */
+  async closeWorker(): Promise<void> {
     await this.worker?.close();
-    await this.queue.close();
-    await Promise.all(this.connections.map((c) => c.quit().catch(() => c.disconnect())));
+  }
+
+  /** Shutdown, last step: the worker (if still open), enqueues in flight, then the queue and its connections. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.closeWorker();
+      await Promise.allSettled([...this.adding]);
+      await this.queue.close();
+      await Promise.all(this.connections.map((c) => c.quit().catch(() => c.disconnect())));
+    })();
+    return this.closing;
   }
 
   private async process(job: Job<DeferredJobData>, targets: ReadonlyMap<string, DeferTarget>, run: RunUnderLock): Promise<unknown> {

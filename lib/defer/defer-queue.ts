@@ -1,9 +1,11 @@
 import type { DeferredMethod } from './deferred-methods';
 import type { Deferred } from './deferred';
 
-/** What the `@Locked` wrapper needs of the queue: enqueue one call. Implemented over BullMQ (bullmq-defer-queue.ts). */
+/** What the `@Locked` wrapper needs of the queue: enqueue one call, and whether it still can. Implemented over BullMQ (bullmq-defer-queue.ts). */
 export interface DeferQueue {
   enqueue(method: DeferredMethod, args: readonly unknown[]): Promise<Deferred>;
+  /** Closed or closing with the application: enqueue() would be refused. */
+  readonly closed: boolean;
 }
 
 /** The queue of each application's lock service (a WeakMap, not a global: two applications in one process keep theirs). */

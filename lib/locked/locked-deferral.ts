@@ -2,6 +2,7 @@ import { encodeDeferredArguments } from '../defer/defer-arguments';
 import { deferQueueOf } from '../defer/defer-queue';
 import type { DeferredMethod } from '../defer/deferred-methods';
 import { DistributedLockError } from '../errors/distributed-lock.error';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import type { WithLockOptions } from '../options/lock-options.interface';
 import { invokeOriginal, nameOwnBusyError, type LockedMethod } from './locked-invocation';
@@ -29,12 +30,18 @@ export async function invokeDeferring(m: LockedMethod, d: DeferredMethod, self: 
     d.waitFirst === undefined
       ? { ...m.lockOptions, onBusy: 'fail-fast', fallback: BUSY }
       : { ...m.lockOptions, onBusy: 'retry', waitTimeout: d.waitFirst };
+  // The queue closes alongside the lock service at shutdown: a call that found the key busy just before is
+  // answered as the lock service answers calls after close() (LockServiceClosedError, 503 over HTTP).
+  const defer = () =>
+    queue.closed
+      ? Promise.reject(new LockServiceClosedError(keys[0], 'the application is shutting down: the call was neither run nor deferred'))
+      : queue.enqueue(d, args);
   let result: unknown;
   try {
     result = await service.withLock(keys, () => invokeOriginal(m, self, args), options);
   } catch (error) {
-    if (error instanceof LockTimeoutError && keys.includes(error.key)) return queue.enqueue(d, args);
+    if (error instanceof LockTimeoutError && keys.includes(error.key)) return defer();
     nameOwnBusyError(error, m, keys);
   }
-  return result === BUSY ? queue.enqueue(d, args) : result;
+  return result === BUSY ? defer() : result;
 }

@@ -9,6 +9,7 @@ import { RedisLockStore } from './redis-lock-store';
 import { RedlockBackend } from './redlock';
 import { ReplicaAcks } from './replica-acks';
 import { WakeChannel } from './wake-channel';
+import { WakeRoute } from './wake-route';
 
 /**
  * The production backend: one Redis connection (the user's, or one the module owns), its store and
@@ -24,6 +25,7 @@ class RedisBackend implements LockBackend {
   readonly handoverIsWakeUp = false;
   private readonly connection: RedisConnection;
   private readonly connectionState: ConnectionState;
+  private readonly route: WakeRoute;
 
   constructor(private readonly context: LockBackendContext) {
     const { options, settings, serviceId, logger, shutdown } = context;
@@ -35,8 +37,11 @@ class RedisBackend implements LockBackend {
     const { keyPrefix, commandTimeout, waiterLease, replicaAcks, replicaAckTimeout } = settings;
     const acks = replicaAcks > 0 ? new ReplicaAcks(replicaAcks, replicaAckTimeout) : undefined;
     this.confirmsHandovers = acks !== undefined;
-    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease, acks, this.connectionState);
-    this.wakeChannel = new WakeChannel(client, this.store.channelPrefix + serviceId, commandTimeout, logger);
+    // Plain pub/sub on a single Redis; on a Cluster, sharded when every master has it (asked once, at startup).
+    const route = (this.route = new WakeRoute(client, keyPrefix, commandTimeout));
+    this.store = new RedisLockStore(client, keyPrefix, commandTimeout, waiterLease, acks, this.connectionState, route);
+    this.wakeChannel = new WakeChannel(client, route, serviceId, commandTimeout, logger);
+    if (route.mode === undefined) void route.detect();
   }
 
   /**
@@ -53,8 +58,9 @@ class RedisBackend implements LockBackend {
     }
     // A client of the user's made with lazyConnect connects on its first command; startup is that moment.
     if (client.status === 'wait') client.connect().catch(() => undefined);
-    if (await waitUntilReady(client, startupTimeout)) return;
-    throw this.connectionState.notReachableAtStartup(startupTimeout);
+    if (!(await waitUntilReady(client, startupTimeout))) throw this.connectionState.notReachableAtStartup(startupTimeout);
+    // A Cluster: know how handovers travel before the first release (bounded; on failure, asked again later).
+    if (this.route.mode === undefined) await this.route.detect();
   }
 
   /** A connection we own logs its failed attempts itself (connection-health.ts); a user's client gets this one line. */

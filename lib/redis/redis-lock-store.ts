@@ -3,13 +3,14 @@ import { monotonicNow } from '../time/clock';
 import type { AcquireReply, LockStore, ReleaseOutcome, RenewRequest as StoreRenewRequest } from '../core/lock-store';
 import { CommandDeadlines, CommandGate } from './command-deadlines';
 import { toConnectionError } from './connection-errors';
-import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from './lock-redis-keys';
+import { LockRedisKeys, lockRedisKeys } from './lock-redis-keys';
 import { lockStateError } from './lock-state';
 import { CommandArg, isNoScript, LuaScript, PipelineResults, ScriptRunner } from './lua-script';
 import { connectedReplicasOf, ReplicaAcks } from './replica-acks';
 import { WriteBatcher } from './write-batcher';
 import { LOCK_SCRIPTS } from './scripts';
 import { isClusterClient, type RedisClient } from './redis-connection';
+import { WakeRoute } from './wake-route';
 
 export type { AcquireReply, ReleaseOutcome } from '../core/lock-store';
 
@@ -25,8 +26,12 @@ export type RenewRequest = StoreRenewRequest<LockRedisKeys>;
  * confirmed it; without, the commands sent are exactly those of a plain call.
  */
 export class RedisLockStore implements LockStore {
-  /** Prefix of every service's wake channel; the release script appends the waiter's service id. */
-  readonly channelPrefix: string;
+  /**
+   * Where handovers are announced: PUBLISH on `<prefix>waiters:<service>`, or on a Redis 7 Cluster
+   * SPUBLISH on the channel of the lock's slot (see wake-route.ts). The release script appends the
+   * waiter's service id.
+   */
+  readonly route: WakeRoute;
   private readonly deadlines: CommandDeadlines;
   private readonly scripts: ScriptRunner;
   private readonly writes: WriteBatcher;
@@ -41,9 +46,11 @@ export class RedisLockStore implements LockStore {
     readonly replicaAcks?: ReplicaAcks,
     /** Holds calls back until the first connection, refuses them while it is down (see ConnectionState). */
     gate?: CommandGate,
+    /** Default: plain on a single Redis, detected once on a Cluster. */
+    route?: WakeRoute,
   ) {
     this.waiterLease = String(waiterLease);
-    this.channelPrefix = waiterChannelPrefix(keyPrefix);
+    this.route = route ?? new WakeRoute(client, keyPrefix, commandTimeout);
     this.deadlines = new CommandDeadlines(commandTimeout, gate);
     this.scripts = new ScriptRunner(client);
     this.writes = new WriteBatcher(client);
@@ -80,7 +87,7 @@ export class RedisLockStore implements LockStore {
 
   /** Owner-checked release: whether it was still ours, and whether a waiter got it straight away. */
   release(keys: LockRedisKeys, token: string): Promise<ReleaseOutcome> {
-    return this.script(LOCK_SCRIPTS.release, 'release', keys, this.handoverArgs(keys, token), (reply): ReleaseOutcome => {
+    return this.script(this.route.scripts.release, 'release', keys, this.handoverArgs(keys, token), (reply): ReleaseOutcome => {
       if (reply === 3) this.passOnStale(keys);
       return reply === 2 ? 'handed-over' : reply === 1 || reply === 3 ? 'freed' : 'not-owner';
     });
@@ -103,7 +110,7 @@ export class RedisLockStore implements LockStore {
 
   /** Leaves the queue and frees the lock if an unanswered attempt took it. Safe to send any time: owner-checked. */
   async abandon(keys: LockRedisKeys, token: string): Promise<void> {
-    const reply = await this.script(LOCK_SCRIPTS.abandon, 'abandon', keys, this.handoverArgs(keys, token));
+    const reply = await this.script(this.route.scripts.abandon, 'abandon', keys, this.handoverArgs(keys, token));
     if (typeof reply === 'number' && reply >= 2) this.passOnStale(keys);
   }
 
@@ -119,8 +126,8 @@ export class RedisLockStore implements LockStore {
    * only leave the rest to the waiters' own attempts, which drop stale entries too.
    */
   private passOnStale(keys: LockRedisKeys): void {
-    const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.channelPrefix];
-    const step = (): Promise<void> => this.script(LOCK_SCRIPTS.passOn, 'release', keys, args).then((more) => (more === 1 ? step() : undefined));
+    const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.route.channelPrefixFor(keys.lock)];
+    const step = (): Promise<void> => this.script(this.route.scripts.passOn, 'release', keys, args).then((more) => (more === 1 ? step() : undefined));
     step().catch(() => undefined);
   }
 
@@ -214,7 +221,7 @@ export class RedisLockStore implements LockStore {
 
   /** Keys and arguments of the scripts that may hand the lock to the next waiter (release, abandon). */
   private handoverArgs(keys: LockRedisKeys, token: string): CommandArg[] {
-    return [keys.lock, keys.fence, keys.queue, keys.waiters, token, this.channelPrefix];
+    return [keys.lock, keys.fence, keys.queue, keys.waiters, token, this.route.channelPrefixFor(keys.lock)];
   }
 
   private script<T = unknown>(

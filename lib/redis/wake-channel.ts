@@ -1,35 +1,68 @@
 import type { Logger } from '@nestjs/common';
+import type { Cluster, Redis } from 'ioredis';
 import type { Handover, HandoverChannel, HandoverChannelState } from '../core/handover-channel';
 import { CommandDeadlines } from './command-deadlines';
 import { RedisClient, waitUntilReady } from './redis-connection';
+import type { WakeRoute } from './wake-route';
 
 export type { Handover } from '../core/handover-channel';
 
-type Wake = (handover: Handover) => void;
+type Wake = (handover?: Handover) => void;
 
 /** @internal See `WakeChannel.state`. */
 export type WakeChannelState = HandoverChannelState;
 
+/** How soon a slot subscription the server dropped (its slot moved to another master) is made again. */
+const RESUBSCRIBE_DELAY_MS = 50;
+
+/** One sharded subscription: the channel of one slot, on the connection to the master that owned it. */
+interface SlotSubscription {
+  readonly slot: number;
+  readonly channel: string;
+  node?: string;
+  connection?: Redis;
+  confirmed: boolean;
+  subscribing?: Promise<void>;
+}
+
 /**
- * The one pub/sub channel of a LockService, on one subscriber connection, subscribed once (at the
- * first wait) and kept until shutdown: no SUBSCRIBE/UNSUBSCRIBE per wait, no channel per key to
- * leak, no connection per waiter. A release that hands the lock to a waiter publishes
- * `<token> <fence> <lease ms> <place ms left> <lock key>` on the channel of that waiter's service only, so exactly one process
- * hears about each release.
+ * Where a LockService hears its handovers, subscribed at the first wait and kept until shutdown: no
+ * SUBSCRIBE/UNSUBSCRIBE per wait, no channel per key to leak, no connection per waiter. A release
+ * that hands the lock to a waiter publishes `<token> <fence> <lease ms> <place ms left> <lock key>`
+ * on the channel of that waiter's service only, so exactly one process hears about each release.
+ *
+ * `plain` (a single Redis, Sentinel, a Cluster before 7.0): one channel, `<prefix>waiters:<service>`,
+ * on one subscriber connection (on a Cluster, ioredis' subscriber on one node; PUBLISH reaches it
+ * from every node over the cluster bus).
+ *
+ * `sharded` (a Redis 7 Cluster, see wake-route.ts): one channel per slot the service has waited in,
+ * `<prefix>waiters:{<slot tag>}:<service>`, SSUBSCRIBEd on a connection of ours to the master that
+ * owns that slot (one connection per master, shared by its slots). When a slot moves, Redis drops
+ * its subscribers (an unasked SUNSUBSCRIBE); the channel then asks the Cluster client for the new
+ * slot map and subscribes on the new owner. A waiter also checks, before each attempt, that its
+ * slot's subscription is on the master the Cluster client routes that slot to; if not it
+ * resubscribes and tries again at once, so a lost subscription costs at most one safety-net wake-up.
  */
 export class WakeChannel implements HandoverChannel {
   private connection?: RedisClient;
   private subscribing?: Promise<void>;
   private confirmed = false;
-  private readonly waiters = new Map<string, Wake>();
+  private readonly waiters = new Map<string, { lockName: string; wake: Wake }>();
   private closed = false;
   private readonly onClose: Promise<void>;
   private signalClosed!: () => void;
   private readonly deadlines: CommandDeadlines;
+  /** Sharded mode: subscriptions by slot, and by channel (to find the slot of a dropped one). */
+  private readonly slots = new Map<number, SlotSubscription>();
+  private readonly byChannel = new Map<string, SlotSubscription>();
+  /** Sharded mode: one subscriber connection per master, by `host:port`. */
+  private readonly nodeConnections = new Map<string, Redis>();
+  private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(
     private readonly source: RedisClient,
-    readonly name: string,
+    private readonly route: WakeRoute,
+    private readonly serviceId: string,
     private readonly commandTimeout: number,
     private readonly logger: Logger,
   ) {
@@ -37,18 +70,41 @@ export class WakeChannel implements HandoverChannel {
     this.deadlines = new CommandDeadlines(commandTimeout);
   }
 
-  /** True once Redis acknowledged the subscription: from then on a release reaches registered waiters. */
+  /** The plain channel's name (`<prefix>waiters:<service>`); sharded channels add a slot tag before the service. */
+  get name(): string {
+    return this.route.plainChannel(this.serviceId);
+  }
+
+  /** True once Redis acknowledged a subscription (sharded: of any slot). */
   get subscribed(): boolean {
+    if (this.route.mode === 'sharded') return [...this.slots.values()].some((s) => s.confirmed);
     return this.confirmed;
   }
 
   /**
+   * Whether a release of `lockName` now reaches a waiter registered here: the plain channel is
+   * confirmed; sharded, the lock's slot is subscribed on the master the Cluster client routes it to.
+   */
+  subscribedTo(lockName: string): boolean {
+    if (this.route.mode !== 'sharded') return this.confirmed;
+    const slot = this.route.slotOf(lockName);
+    const sub = this.slots.get(slot);
+    if (!sub?.confirmed || sub.connection?.status !== 'ready') return false;
+    return ownerOf(this.source as Cluster, slot) === sub.node;
+  }
+
+  /**
    * @internal For health checks. `idle`: no wait has needed the channel yet (nothing to check);
-   * `subscribed`: confirmed and its connection is up; `disconnected`: the subscriber connection is
-   * down or its subscription failed, so waiters fall back to polling until it is back; `closed`.
+   * `subscribed`: confirmed and its connection is up (sharded: every slot's); `disconnected`: a
+   * subscriber connection is down or its subscription failed or was dropped, so waiters fall back
+   * to polling until it is back; `closed`.
    */
   get state(): WakeChannelState {
     if (this.closed) return 'closed';
+    if (this.route.mode === 'sharded' && this.slots.size > 0) {
+      const up = [...this.slots.values()].every((s) => s.confirmed && s.connection?.status === 'ready');
+      return up ? 'subscribed' : 'disconnected';
+    }
     if (!this.connection) return 'idle';
     return this.confirmed && this.connection.status === 'ready' ? 'subscribed' : 'disconnected';
   }
@@ -60,13 +116,20 @@ export class WakeChannel implements HandoverChannel {
    */
   register(token: string, lockName: string, wake: Wake): () => void {
     const id = handoverId(token, lockName);
-    this.waiters.set(id, wake);
+    this.waiters.set(id, { lockName, wake });
     return () => this.waiters.delete(id);
   }
 
-  /** Subscribes once per service; true when confirmed, false when it failed (waiters then poll) or the service closed. */
-  async ensureSubscribed(): Promise<boolean> {
-    if (this.confirmed || this.closed) return this.confirmed;
+  /**
+   * Subscribes once per service (sharded: once per slot, and again when the slot moved); true when
+   * confirmed, false when it failed (waiters then poll) or the service closed.
+   */
+  async ensureSubscribed(lockName: string): Promise<boolean> {
+    if (this.closed) return false;
+    const mode = this.route.mode ?? (await Promise.race([this.route.detect(), this.onClose.then(() => 'plain' as const)]));
+    if (this.closed) return false;
+    if (mode === 'sharded') return this.ensureSlotSubscribed(this.route.slotOf(lockName));
+    if (this.confirmed) return true;
     try {
       this.subscribing ??= this.subscribe();
       // Shutdown must not wait for a subscription that may never be answered.
@@ -84,9 +147,15 @@ export class WakeChannel implements HandoverChannel {
     this.confirmed = false;
     this.signalClosed();
     this.waiters.clear();
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
     const connection = this.connection;
     this.connection = undefined;
     connection?.disconnect();
+    for (const node of this.nodeConnections.values()) node.disconnect();
+    this.nodeConnections.clear();
+    this.slots.clear();
+    this.byChannel.clear();
     return Promise.resolve();
   }
 
@@ -103,15 +172,125 @@ export class WakeChannel implements HandoverChannel {
     if (this.connection) return this.connection;
     const connection = this.source.duplicate();
     connection.on('error', (error: Error) => this.logger.debug?.(`Subscriber connection: ${error.message}`));
-    // Scripts see key names with the client's own keyPrefix (an ioredis option) in front.
-    const clientPrefix = keyPrefixOf(this.source);
-    connection.on('message', (_channel: string, message: string) => {
-      const parsed = parseHandover(message, clientPrefix);
-      if (parsed) this.waiters.get(handoverId(parsed.token, parsed.lockName))?.(parsed.handover);
-    });
+    connection.on('message', (_channel: string, message: string) => this.deliver(message));
     this.connection = connection;
     return connection;
   }
+
+  private deliver(message: string): void {
+    // Scripts see key names with the client's own keyPrefix (an ioredis option) in front.
+    const parsed = parseHandover(message, this.route.clientKeyPrefix);
+    if (parsed) this.waiters.get(handoverId(parsed.token, parsed.lockName))?.wake(parsed.handover);
+  }
+
+  // ---- sharded mode ----
+
+  private async ensureSlotSubscribed(slot: number): Promise<boolean> {
+    let sub = this.slots.get(slot);
+    if (!sub) {
+      sub = { slot, channel: this.route.slotChannelPrefix(slot) + this.serviceId, confirmed: false };
+      this.slots.set(slot, sub);
+      this.byChannel.set(sub.channel, sub);
+    }
+    const owner = ownerOf(this.source as Cluster, slot);
+    if (sub.confirmed && sub.connection?.status === 'ready' && owner === sub.node) return true;
+    try {
+      sub.subscribing ??= this.subscribeSlot(sub).finally(() => (sub.subscribing = undefined));
+      await Promise.race([sub.subscribing, this.onClose]);
+    } catch (error) {
+      this.logger.debug?.(`Subscribing to ${sub.channel} failed, waiting by polling: ${(error as Error).message}`);
+    }
+    return !this.closed && sub.confirmed;
+  }
+
+  /** SSUBSCRIBE the slot's channel on the connection to the master the Cluster client routes the slot to. */
+  private subscribeSlot(sub: SlotSubscription): Promise<void> {
+    return this.deadlines.bound('subscribe', async () => {
+      const node = ownerOf(this.source as Cluster, sub.slot);
+      if (!node) throw new Error(`no master known for slot ${sub.slot}`);
+      const connection = this.nodeConnection(node);
+      if (!(await waitUntilReady(connection, this.commandTimeout))) throw new Error(`subscriber connection to ${node} not ready`);
+      const previous = sub.connection;
+      sub.confirmed = false;
+      await connection.ssubscribe(sub.channel);
+      if (this.closed) return;
+      // Subscribed on another master before (the slot moved): that one dropped it already, or will.
+      if (previous && previous !== connection && previous.status === 'ready') previous.sunsubscribe(sub.channel).catch(() => undefined);
+      sub.node = node;
+      sub.connection = connection;
+      sub.confirmed = true;
+      // A handover announced while the slot had no subscription here went unheard: its waiters ask again now.
+      if (previous) this.nudgeSlot(sub.slot);
+    });
+  }
+
+  private nodeConnection(node: string): Redis {
+    let connection = this.nodeConnections.get(node);
+    if (connection) return connection;
+    const master = (this.source as Cluster).nodes('master').find((n) => nodeKeyOf(n) === node);
+    if (!master) throw new Error(`master ${node} not in the Cluster client's pool`);
+    // The node's own options (host, port, password, TLS), connected now, no key prefix (channels are not keys to ioredis).
+    connection = master.duplicate({ lazyConnect: false, keyPrefix: undefined, enableOfflineQueue: false });
+    const created = connection;
+    connection.on('smessage', (_channel: string, message: string) => this.deliver(message));
+    connection.on('error', (error: Error) => this.onNodeError(error));
+    connection.on('end', () => this.onNodeEnd(node, created));
+    this.nodeConnections.set(node, connection);
+    return connection;
+  }
+
+  /**
+   * Redis drops the sharded subscribers of a slot it no longer owns (the slot migrated, or this
+   * master became a replica) with an SUNSUBSCRIBE nobody asked for, which ioredis reports as an
+   * error ("Command queue state error … Last reply: sunsubscribe,<channel>,<count>").
+   */
+  private onNodeError(error: Error): void {
+    const dropped = /Last reply: sunsubscribe,(.+),\d+$/.exec(error.message);
+    const sub = dropped ? this.byChannel.get(dropped[1]) : undefined;
+    if (!sub) {
+      this.logger.debug?.(`Subscriber connection: ${error.message}`);
+      return;
+    }
+    this.logger.debug?.(`${sub.channel}: slot ${sub.slot} left ${sub.node}; subscribing on its new owner`);
+    this.lost(sub);
+  }
+
+  /** A node connection closed for good (its retryStrategy is off): its slots subscribe again elsewhere. */
+  private onNodeEnd(node: string, connection: Redis): void {
+    if (this.nodeConnections.get(node) === connection) this.nodeConnections.delete(node);
+    if (this.closed) return;
+    for (const sub of this.slots.values()) if (sub.connection === connection) this.lost(sub);
+  }
+
+  /** Wakes every waiter on a lock in `slot` without a handover: each sends its next attempt now. */
+  private nudgeSlot(slot: number): void {
+    for (const { lockName, wake } of [...this.waiters.values()]) if (this.route.slotOf(lockName) === slot) wake();
+  }
+
+  /** Marks a slot's subscription lost and makes it again once the Cluster client knows the slot's new owner. */
+  private lost(sub: SlotSubscription): void {
+    sub.confirmed = false;
+    if (this.closed) return;
+    const cluster = this.source as Cluster;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      cluster.refreshSlotsCache(() => {
+        if (!this.closed && !sub.confirmed) void this.ensureSlotSubscribed(sub.slot);
+      });
+    }, RESUBSCRIBE_DELAY_MS);
+    timer.unref();
+    this.timers.add(timer);
+  }
+}
+
+/** The master (`host:port`) the Cluster client sends `slot`'s commands to. */
+function ownerOf(cluster: Cluster, slot: number): string | undefined {
+  return cluster.slots?.[slot]?.[0];
+}
+
+function nodeKeyOf(node: Redis): string {
+  const { host, port } = node.options;
+  return `${host}:${port}`;
 }
 
 const handoverId = (token: string, lockName: string): string => `${token} ${lockName}`;
@@ -130,9 +309,4 @@ function parseHandover(message: string, clientPrefix: string): { token: string; 
   if (clientPrefix && lockName.startsWith(clientPrefix)) lockName = lockName.slice(clientPrefix.length);
   const [token, fence, validFor, placeLeft] = fields;
   return { token, lockName, handover: { fence: Number(fence), validFor: Number(validFor), placeLeft: Number(placeLeft) } };
-}
-
-function keyPrefixOf(client: RedisClient): string {
-  const options = (client as { options?: { keyPrefix?: string; redisOptions?: { keyPrefix?: string } } }).options;
-  return options?.keyPrefix ?? options?.redisOptions?.keyPrefix ?? '';
 }

@@ -15,6 +15,10 @@ export class MemoryWakeChannel implements HandoverChannel {
     return !this.closed;
   }
 
+  subscribedTo(): boolean {
+    return !this.closed;
+  }
+
   get state(): HandoverChannelState {
     return this.closed ? 'closed' : 'subscribed';
   }

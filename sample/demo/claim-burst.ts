@@ -11,6 +11,8 @@ export interface BurstOptions {
    * other claim, so its checks pass and it really reaches the write.
    */
   stall?: { index: number; userId: string };
+  /** Round 4: the deferring endpoint (POST /campaigns/:id/claims/deferred) instead of the waiting one. */
+  deferred?: boolean;
   onSettled?: () => void;
 }
 
@@ -21,6 +23,8 @@ export interface ClaimOutcome {
   status: number;
   /** `reason` of the answer body (sold-out, already-claimed, stale-fence, timeout, busy, ...). */
   reason?: string;
+  /** BullMQ job id of a 202 (deferred) answer. */
+  jobId?: string;
   ms: number;
   /** Network-level failure (connection refused/reset), when there was no HTTP answer. */
   error?: string;
@@ -42,9 +46,13 @@ export async function runBurst(opts: BurstOptions): Promise<ClaimOutcome[]> {
         const headers: Record<string, string> = stalled ? { 'x-debug-stall-claim': '1' } : {};
         const started = performance.now();
         try {
-          const res = await requestJson(agent, port, 'POST', `/campaigns/${opts.campaignId}/claims`, { userId }, headers);
-          const reason = typeof res.body === 'object' && res.body ? (res.body.reason as string | undefined) : undefined;
-          return { index, userId, port, status: res.status, reason, ms: performance.now() - started };
+          const path = `/campaigns/${opts.campaignId}/claims${opts.deferred ? '/deferred' : ''}`;
+          const res = await requestJson(agent, port, 'POST', path, { userId }, headers);
+          const ms = performance.now() - started;
+          const body = typeof res.body === 'object' && res.body ? (res.body as Record<string, unknown>) : {};
+          const reason = body.reason as string | undefined;
+          const jobId = res.status === 202 ? (body.jobId as string | undefined) : undefined;
+          return { index, userId, port, status: res.status, reason, jobId, ms };
         } catch (error) {
           return { index, userId, port, status: 0, error: (error as Error).message, ms: performance.now() - started };
         } finally {

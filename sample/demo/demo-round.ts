@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'timers/promises';
 import type { AppCluster } from './app-cluster';
 import { Auditor, CampaignAudit, CronAudit } from './audit';
 import { ClaimOutcome, runBurst } from './claim-burst';
+import { awaitDeferredJobs, DeferredAudit } from './deferred-jobs';
 import { FreezeEvidence, freezeDuringClaim } from './freeze-during-claim';
 import { requestJson } from './http-json';
 import { LockHealth, lockHealth, snapshotMetrics } from './lock-health';
@@ -23,12 +24,20 @@ export interface FreezePlan {
   freezeMs: number;
 }
 
+export interface DeferPlan {
+  redisUrl: string;
+  queueName: string;
+  drainTimeoutMs: number;
+}
+
 export interface RoundSpec {
   title: string;
   lock: string;
   campaignId: string;
   shape: BurstShape;
   freeze?: FreezePlan;
+  /** Round 4: claims go to the deferring endpoint; the round waits (at most `drainTimeoutMs`) for the queue to drain. */
+  defer?: DeferPlan;
   /** Keep the round open at least this long, so the 1-second cron ticks a few times. */
   minDurationMs: number;
   /** Draw a progress bar (the demo) or stay quiet (tests). */
@@ -49,6 +58,10 @@ export interface RoundResult {
   audit: CampaignAudit;
   cron: CronAudit;
   freeze?: FreezeReport;
+  /** Round 4: what became of the deferred claims' jobs. */
+  deferred?: DeferredAudit;
+  /** When every claim had its final result, from the first claim sent: the last answer, or (round 4) the last job finished. */
+  resultsMs: number;
   /** The claim lock's health over the round, read from every instance's GET /metrics (not from internals). */
   lockHealth: LockHealth;
 }
@@ -67,6 +80,7 @@ export async function runRound(cluster: AppCluster, auditor: Auditor, spec: Roun
   const metricsBefore = await snapshotMetrics(cluster.ports);
   const startedAt = Date.now();
   const bar = spec.progress ? new ProgressBar('claims', spec.shape.claims) : undefined;
+  const burstStartedAt = Date.now();
   const burstStart = performance.now();
   const burst = runBurst({
     ports: cluster.ports,
@@ -74,6 +88,7 @@ export async function runRound(cluster: AppCluster, auditor: Auditor, spec: Roun
     claims: spec.shape.claims,
     users: spec.shape.users,
     stall: spec.freeze && { index: spec.freeze.claim, userId: spec.freeze.userId },
+    deferred: spec.defer !== undefined,
     onSettled: () => bar?.tick(),
   });
   const target = spec.freeze && cluster.instances[spec.freeze.claim % cluster.instances.length];
@@ -86,6 +101,13 @@ export async function runRound(cluster: AppCluster, auditor: Auditor, spec: Roun
   const outcomes = burstResult.value;
   bar?.finish(`${(burstMs / 1000).toFixed(1)} s`);
 
+  let deferred: DeferredAudit | undefined;
+  if (spec.defer) {
+    const jobIds = outcomes.filter((o) => o.status === 202).map((o) => o.jobId ?? '(202 without a job id)');
+    deferred = await awaitDeferredJobs(spec.defer.redisUrl, spec.defer.queueName, jobIds, burstStartedAt, spec.defer.drainTimeoutMs);
+  }
+  const resultsMs = deferred ? Math.max(burstMs, deferred.drainMs) : burstMs;
+
   const rest = spec.minDurationMs - (Date.now() - startedAt);
   if (rest > 0) await sleep(rest);
   const endedAt = Date.now();
@@ -97,7 +119,17 @@ export async function runRound(cluster: AppCluster, auditor: Auditor, spec: Roun
     stalledClaim: outcomes[spec.freeze!.claim],
     issuedByOthersMeanwhile: auditor.couponsByOthersBetween(spec.campaignId, evidence.instance, evidence.stoppedAt, evidence.continuedAt),
   };
-  return { spec, outcomes, burstMs, audit: auditor.campaign(spec.campaignId), cron: auditor.cron(startedAt, endedAt), freeze, lockHealth: health };
+  return {
+    spec,
+    outcomes,
+    burstMs,
+    deferred,
+    resultsMs,
+    audit: auditor.campaign(spec.campaignId),
+    cron: auditor.cron(startedAt, endedAt),
+    freeze,
+    lockHealth: health,
+  };
 }
 
 async function createCampaign(agent: http.Agent, port: number, campaignId: string, stock: number): Promise<void> {

@@ -6,8 +6,10 @@
  *   1. LOCK_MODE=in-process — each instance has its own mutex (the incident): oversells.
  *   2. @Locked — one lock in Redis for all instances.
  *   3. @Locked, with one instance frozen (SIGSTOP) inside a claim for longer than the lock TTL.
- * Exit code 0 only if rounds 2 and 3 sold no more than the stock, gave nobody two coupons, and the
- * freeze of round 3 really happened. Ctrl-C stops everything it started.
+ *   4. @Locked + onBusy 'defer' — a busy claim answers 202 at once and runs later as a BullMQ job;
+ *      the demo waits (bounded) for the queue to drain and audits every job.
+ * Exit code 0 only if rounds 2-4 sold no more than the stock, gave nobody two coupons, the freeze of
+ * round 3 really happened, and round 4 issued exactly the stock and lost no job. Ctrl-C stops everything it started.
  */
 import 'reflect-metadata';
 import * as fs from 'fs';
@@ -18,7 +20,8 @@ import { AppCluster } from './app-cluster';
 import { Auditor } from './audit';
 import { BurstShape, RoundResult, RoundSpec, runRound } from './demo-round';
 import { silenceProgressBars } from './progress-bar';
-import { judgeFreeze, resultsTable, roundDetails } from './report';
+import { CLAIM_QUEUE } from '../src/campaigns/campaign-lock-key';
+import { judgeDeferred, judgeFreeze, resultsTable, roundDetails, tradeLine } from './report';
 
 function envInt(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -32,6 +35,8 @@ const SHAPE: BurstShape = { stock: envInt('DEMO_STOCK', 100), claims: envInt('DE
 const LOCK_TTL = envInt('DEMO_LOCK_TTL', 1_500);
 const FREEZE_MS = envInt('DEMO_FREEZE_MS', 3 * LOCK_TTL);
 const ROUND_MIN_MS = 4_000;
+/** Round 4 fails if its queue has not drained this long after the burst. */
+const DRAIN_TIMEOUT_MS = envInt('DEMO_DRAIN_TIMEOUT_MS', 60_000);
 
 /** Everything started, stopped in reverse order exactly once: at the end, on an error, or on Ctrl-C. */
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -123,12 +128,20 @@ async function main(): Promise<number> {
       },
     ),
   );
+  await play(
+    fixed,
+    round(4, "@Locked + onBusy 'defer': a busy claim answers 202 and runs later as a BullMQ job", '@Locked + defer', {
+      defer: { redisUrl: redis.url, queueName: CLAIM_QUEUE, drainTimeoutMs: DRAIN_TIMEOUT_MS },
+    }),
+  );
   await fixed.stop();
 
   console.log(`\n${resultsTable(results)}\n`);
-  const [r1, r2, r3] = results;
+  const [r1, r2, r3, r4] = results;
   const clean = (r: RoundResult) => r.audit.oversold === 0 && r.audit.duplicateUsers === 0;
   const freeze = judgeFreeze(r3, LOCK_TTL);
+  const deferred = judgeDeferred(r4);
+  console.log(`${tradeLine(r2, r4)}\n`);
   if (r1.audit.oversold > 0 || r1.audit.duplicateUsers > 0) {
     console.log(
       `Round 1 reproduced the incident: ${r1.audit.coupons} coupons issued for a stock of ${r1.audit.stock} ` +
@@ -142,6 +155,12 @@ async function main(): Promise<number> {
     ['round 3: 0 oversold, 0 users with 2+ coupons', clean(r3)],
     ['round 3: the instance really was frozen inside a claim for longer than the TTL', freeze.verified],
     ["round 3: the frozen holder's stale write did not land", freeze.staleWriteRefused],
+    [`round 4: exactly the stock issued (${r4.audit.coupons} / ${r4.audit.stock}), 0 users with 2+ coupons`, deferred.exact],
+    [
+      `round 4: the queue drained within ${DRAIN_TIMEOUT_MS / 1000} s and every 202's job completed with a recorded outcome (0 failed, 0 lost)`,
+      deferred.noJobLost,
+    ],
+    ['round 4: coupons in the database = 201s answered at once + jobs that issued one', deferred.accounted],
   ];
   for (const [what, ok] of checks) console.log(`${ok ? 'PASS' : 'FAIL'}  ${what}`);
   console.log(`\nDone in ${((performance.now() - started) / 1000).toFixed(1)} s.`);

@@ -19,14 +19,17 @@ export class RedisCluster {
 
   private constructor(readonly nodes: readonly RedisProcess[]) {}
 
-  /** Starts `masters` servers, joins them with `redis-cli --cluster create` and waits until every node reports the cluster ok. */
-  static async start(masters = 3): Promise<RedisCluster> {
+  /**
+   * Starts `masters` servers, joins them with `redis-cli --cluster create` and waits until every node
+   * reports the cluster ok. `args` go to every server (e.g. `--rename-command SPUBLISH ''`).
+   */
+  static async start(masters = 3, args: string[] = []): Promise<RedisCluster> {
     const nodes: RedisProcess[] = [];
     try {
       for (let i = 0; i < masters; i++) {
         nodes.push(
           await RedisProcess.start({
-            args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${i}.conf`, '--cluster-node-timeout', '2000'],
+            args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${i}.conf`, '--cluster-node-timeout', '2000', ...args],
           }),
         );
       }

@@ -20,6 +20,8 @@ export interface ProxyStats {
   overtaken: number;
   /** Connections recognised as pub/sub subscribers (they sent SUBSCRIBE). */
   subscribers: number;
+  /** Pub/sub messages lost in flight by loseNextPubSubMessage (each with its connection reset). */
+  lostPubSubMessages: number;
 }
 
 /**
@@ -124,9 +126,10 @@ export class TcpProxy {
   private jitter = 0;
   private subscriberDelay = 0;
   private holed = false;
+  private losePubSub = false;
   private seq = 0;
   private maxForwardedSeq = 0;
-  private readonly counters: ProxyStats = { chunks: 0, addedMs: 0, maxAddedMs: 0, overtaken: 0, subscribers: 0 };
+  private readonly counters: ProxyStats = { chunks: 0, addedMs: 0, maxAddedMs: 0, overtaken: 0, subscribers: 0, lostPubSubMessages: 0 };
   private stopping?: Promise<void>;
 
   private constructor(
@@ -180,6 +183,15 @@ export class TcpProxy {
    */
   setSubscriberDelay(ms: number): void {
     this.subscriberDelay = Math.max(0, ms);
+  }
+
+  /**
+   * The next thing Redis sends on a subscriber connection (a pub/sub message, once subscribed) is
+   * lost in flight and that connection is reset: a message gone with a connection that broke under
+   * it. Only that one message; the client reconnects and resubscribes as it would in production.
+   */
+  loseNextPubSubMessage(): void {
+    this.losePubSub = true;
   }
 
   /** Counters since start (a copy). */
@@ -285,7 +297,15 @@ export class TcpProxy {
       }
       pair.toUpstream.push(chunk);
     });
-    upstream.on('data', (chunk: Buffer) => pair.toClient.push(chunk));
+    upstream.on('data', (chunk: Buffer) => {
+      if (this.losePubSub && pair.subscriber) {
+        this.losePubSub = false;
+        this.counters.lostPubSubMessages++;
+        this.closePair(pair, true);
+        return;
+      }
+      pair.toClient.push(chunk);
+    });
     // Errors (ECONNREFUSED upstream, ECONNRESET) are the faults under test, not harness failures;
     // 'close' below carries them to the other side.
     client.on('error', () => undefined);

@@ -1,5 +1,6 @@
 import { LockService } from '../../lib';
-import { commandCalls, redisSuite, sleep } from './core-helpers';
+import { TcpProxy } from '../harness/tcp-proxy';
+import { commandCalls, pollUntil, redisSuite, sleep } from './core-helpers';
 
 /** Redis-side waiting and handover; the store-agnostic policy cases (throw, fail-fast, retry timeout, handover) are in test/shared/lock-behaviour.suite.ts. */
 describe('LockService: busy policies and handover', () => {
@@ -54,30 +55,37 @@ describe('LockService: busy policies and handover', () => {
       expect(waiterFirst).toBeGreaterThanOrEqual(12);
     });
 
-    it('a waiter whose handover message is lost still gets the lock, at its next safety-net wake-up', async () => {
+    it('a waiter whose handover message is lost in flight still gets the lock, at its next safety-net wake-up', async () => {
       const holder = await suite.pool.make();
-      const waiter = await suite.pool.make({ waiterLease: 900 });
-      // The fault: this service hears no handover message at all (as if the subscriber missed it).
-      const channel = waiter.engine.wakeChannel;
-      const heard = jest.spyOn(channel, 'register').mockImplementation(() => () => undefined);
-      const lock = await holder.acquire('busy:8', { ttl: 10_000 });
-      const waiting = waiter.acquire('busy:8', { waitTimeout: 5_000 });
-      await untilQueued('busy:8');
-      const [queuedToken] = await suite.client.lrange('test:{busy:8}:q', 0, 0);
-      await sleep(50);
-      const releasedAt = performance.now();
-      await lock.release();
-      // The release handed the lock over in Redis; only the message went unheard.
-      expect(await suite.client.get('test:{busy:8}')).toBe(queuedToken);
-      const next = await waiting;
-      const waited = performance.now() - releasedAt;
-      expect(heard).toHaveBeenCalled();
-      expect(next.token).toBe(queuedToken);
-      expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
-      // Not the holder's 10 s ttl: the waiter refreshes its place every waiterLease / 3 and finds the lock its own.
-      expect(waited).toBeLessThan(900 / 3 + 200);
-      expect(next.isHeld()).toBe(true);
-      expect(await next.release()).toBe(true);
+      // The waiter reaches Redis through a proxy that can lose a pub/sub message on the wire.
+      const proxy = await TcpProxy.start(suite.redis.port);
+      try {
+        const waiter = await suite.pool.make({ redis: proxy.url, waiterLease: 900 });
+        const lock = await holder.acquire('busy:8', { ttl: 10_000 });
+        const waiting = waiter.acquire('busy:8', { waitTimeout: 5_000 });
+        await untilQueued('busy:8');
+        expect(await pollUntil(() => waiter.engine.wakeChannel.subscribed, 2_000)).toBe(true);
+        const [queuedToken] = await suite.client.lrange('test:{busy:8}:q', 0, 0);
+        await sleep(50);
+        // The fault: the handover message is lost with the subscriber connection that carried it.
+        proxy.loseNextPubSubMessage();
+        const releasedAt = performance.now();
+        await lock.release();
+        // The release handed the lock over in Redis; only the message went unheard.
+        expect(await suite.client.get('test:{busy:8}')).toBe(queuedToken);
+        const next = await waiting;
+        const waited = performance.now() - releasedAt;
+        expect(proxy.stats().lostPubSubMessages).toBe(1);
+        expect(next.token).toBe(queuedToken);
+        expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+        // Not the holder's 10 s ttl: the waiter refreshes its place every waiterLease / 3 and finds the lock its own.
+        expect(waited).toBeLessThan(900 / 3 + 200);
+        expect(next.isHeld()).toBe(true);
+        expect(await next.release()).toBe(true);
+      } finally {
+        await suite.pool.closeAll();
+        await proxy.stop();
+      }
     });
 
     it("a handed-over lease runs until the waiter's place would have lapsed, then the watchdog renews it to the full ttl", async () => {

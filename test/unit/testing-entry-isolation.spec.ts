@@ -1,15 +1,12 @@
 /**
  * The testing entry point runs without Redis and without ioredis, and the main entry point does not
- * carry it: checked on the import graph (value imports; `import type` is erased) and at run time,
- * with ioredis made unloadable.
+ * carry it: checked on the import graph (value imports; `import type` is erased) and at run time, in
+ * a child process where ioredis cannot be resolved (test/harness/without-ioredis.js).
  */
+import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-
-// Any attempt to load ioredis in this file's module registry fails the test that made it.
-jest.mock('ioredis', () => {
-  throw new Error('ioredis was loaded');
-});
+import { promisify } from 'node:util';
 
 const LIB = path.resolve(__dirname, '../../lib');
 
@@ -62,31 +59,18 @@ describe('entry points', () => {
     expect(inRedis(graph)).toEqual([]);
   });
 
-  it('runs locks through the testing module with ioredis unloadable', async () => {
-    await jest.isolateModulesAsync(async () => {
-      await expect(import('ioredis')).rejects.toThrow('ioredis was loaded');
-      const { DistributedLockTestingModule, LockTestingController } = await import('../../lib/testing');
-      const { LockService } = await import('../../lib/lock.service');
-      const { LockBusyError } = await import('../../lib/errors');
-      const { Test } = await import('@nestjs/testing');
-      const moduleRef = await Test.createTestingModule({ imports: [DistributedLockTestingModule.forRoot({ ttl: 1_000 })] }).compile();
-      moduleRef.useLogger(false);
-      const app = await moduleRef.init();
-      try {
-        const locks = app.get(LockService);
-        app.get(LockTestingController).hold('busy', { ttl: 5_000 });
-        await expect(locks.acquire('busy', { onBusy: 'throw' })).rejects.toBeInstanceOf(LockBusyError);
-        expect(await locks.withLock('free', (lock) => lock.fencingToken > 0)).toBe(true);
-      } finally {
-        await app.close();
-      }
-    });
-  });
-
-  it('a LockService made without a backend loads the Redis one (and so fails here, where ioredis is unloadable)', async () => {
-    await jest.isolateModulesAsync(async () => {
-      const { LockService } = await import('../../lib/lock.service');
-      expect(() => new LockService({ redis: 'redis://127.0.0.1:1' })).toThrow('ioredis was loaded');
-    });
+  it('runs locks through the testing module in a process where ioredis cannot be loaded; a Redis LockService fails there', async () => {
+    const root = path.resolve(__dirname, '../..');
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['-r', './test/harness/ts-register.js', '-r', './test/harness/without-ioredis.js', 'test/unit/fixtures/testing-entry-without-ioredis.ts'],
+      { cwd: root, timeout: 60_000 },
+    );
+    const seen = JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, unknown>;
+    expect(seen.ioredisLoadable).toBe(false); // the fault is in place
+    expect(seen.busyError).toBe('LockBusyError');
+    expect(seen.fencedRun).toBe(true);
+    // A LockService made without a backend loads the Redis one lazily, and so fails here.
+    expect(seen.redisServiceError).toContain("Cannot find module 'ioredis'");
   });
 });

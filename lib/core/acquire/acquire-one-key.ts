@@ -42,7 +42,7 @@ export function acquireOneKey(
   // before that attempt is sent. Until the service's subscription is confirmed no message can reach
   // us, and an attempt sent before then is followed by an immediate retry that finds a lock handed
   // to us (see waitForTurn): so a service that never waited registers nothing on its acquires.
-  const subscribedAtSend = ctx.wakeChannel.subscribed;
+  const subscribedAtSend = ctx.wakeChannel.subscribedTo(keys.lock);
   const listener = waits && subscribedAtSend ? new HandoverListener(ctx.wakeChannel, token, keys.lock) : undefined;
   const sentAt = monotonicNow();
   return ctx.store.acquire(keys, token, options.ttl, waits, false).then(

@@ -9,7 +9,7 @@ export class HandoverListener {
 
   constructor(channel: HandoverChannel, token: string, lockName: string) {
     this.unregister = channel.register(token, lockName, (handover) => {
-      this.handover = handover;
+      if (handover) this.handover = handover;
       this.wake?.();
     });
   }

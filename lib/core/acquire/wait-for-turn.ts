@@ -48,9 +48,9 @@ export async function waitForTurn(
         if (remaining <= 0) throw new LockTimeoutError(keys.key, monotonicNow() - started, attempts);
         // The service subscribes once, at its first wait (uncontended acquires stay one round trip).
         // If that happened only after our attempt was sent, a release in between went unheard: retry now.
-        retryNow = !subscribedAtSend && (await ctx.wakeChannel.ensureSubscribed());
+        retryNow = !subscribedAtSend && (await ctx.wakeChannel.ensureSubscribed(keys.lock));
         if (!retryNow && !listener.handover) {
-          const delay = nextDelay(reply.holderTtl, reply.position, attempts, ctx.wakeChannel.subscribed, options, ctx.waiterLease);
+          const delay = nextDelay(reply.holderTtl, reply.position, attempts, ctx.wakeChannel.subscribedTo(keys.lock), options, ctx.waiterLease);
           const pause = interruptibleDelay(Math.min(delay, remaining), ctx.shutdown);
           listener.wake = pause.wake;
           await pause.promise;
@@ -78,7 +78,7 @@ export async function waitForTurn(
       if (ctx.shutdown.aborted) throw shuttingDown(keys);
       attempts++;
       first.tally.attempts++;
-      subscribedAtSend = ctx.wakeChannel.subscribed;
+      subscribedAtSend = ctx.wakeChannel.subscribedTo(keys.lock);
       sentAt = monotonicNow();
       let next: AcquireReply;
       try {

@@ -4,6 +4,7 @@ import { LockOptionsError } from '../../errors/lock-options.error';
 import { reportConnectionHealth } from '../connection-health';
 import { closeConnection, waitUntilReady } from '../redis-connection';
 import { WakeChannel } from '../wake-channel';
+import { WakeRoute } from '../wake-route';
 import { quorumOf } from './quorum';
 import { RedlockNode } from './redlock-node';
 import { resolveRedlockSettings } from './redlock-options';
@@ -29,8 +30,19 @@ export class RedlockBackend implements LockBackend {
       nodeRecoveryDelay: redlock.nodeRecoveryDelay,
       nodeTimeout: redlock.nodeTimeout,
     });
-    const name = this.store.channelPrefix + serviceId;
-    this.wakeChannel = new RedlockWakeChannel(this.nodes.map((node) => new WakeChannel(node.client, name, redlock.nodeTimeout, logger)));
+    // Every node is one plain Redis (a Cluster is refused), so each channel is the service's plain one.
+    this.wakeChannel = new RedlockWakeChannel(
+      this.nodes.map(
+        (node) =>
+          new WakeChannel(
+            node.client,
+            new WakeRoute(node.client, settings.keyPrefix, redlock.nodeTimeout, 'plain'),
+            serviceId,
+            redlock.nodeTimeout,
+            logger,
+          ),
+      ),
+    );
   }
 
   /**

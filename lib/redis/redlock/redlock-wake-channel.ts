@@ -20,6 +20,11 @@ export class RedlockWakeChannel implements HandoverChannel {
     return !this.closed && this.channels.filter((c) => c.subscribed).length >= this.quorum;
   }
 
+  /** One channel per service on every node (plain pub/sub): the same answer for every lock. */
+  subscribedTo(): boolean {
+    return this.subscribed;
+  }
+
   get state(): HandoverChannelState {
     if (this.closed) return 'closed';
     const states = this.channels.map((c) => c.state);
@@ -27,18 +32,18 @@ export class RedlockWakeChannel implements HandoverChannel {
     return states.filter((s) => s === 'subscribed').length >= this.quorum ? 'subscribed' : 'disconnected';
   }
 
-  register(token: string, lockName: string, wake: (handover: Handover) => void): () => void {
+  register(token: string, lockName: string, wake: (handover?: Handover) => void): () => void {
     const unregister = this.channels.map((c) => c.register(token, lockName, wake));
     return () => unregister.forEach((u) => u());
   }
 
   /** Subscribes on every node; resolves as soon as a majority confirmed (a dead node does not hold waiters up), or all settled. */
-  ensureSubscribed(): Promise<boolean> {
+  ensureSubscribed(lockName: string): Promise<boolean> {
     if (this.subscribed || this.closed) return Promise.resolve(this.subscribed);
     return new Promise((resolve) => {
       let pending = this.channels.length;
       for (const channel of this.channels) {
-        void channel.ensureSubscribed().then(() => {
+        void channel.ensureSubscribed(lockName).then(() => {
           pending--;
           if (this.subscribed || pending === 0) resolve(this.subscribed);
         });

@@ -1,4 +1,4 @@
-import { LUA_PRELUDE } from './lua-functions';
+import { LUA_PRELUDE, SHARDED_LUA_PRELUDE } from './lua-functions';
 
 /**
  * Undo whatever an attempt may have left: our place in the queue (we stopped waiting) and the lock
@@ -10,8 +10,8 @@ import { LUA_PRELUDE } from './lua-functions';
  * Returns 1 if it freed the lock, else 0; plus 2 when only stale waiters were seen and more are
  * queued (the caller passes the lock on: PASS_ON_SCRIPT).
  */
-export const ABANDON_SCRIPT =
-  LUA_PRELUDE +
+const abandonScript = (prelude: string): string =>
+  prelude +
   `
 redis.call('LREM', KEYS[3], 0, ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
@@ -24,3 +24,8 @@ if holder then freed = 1 end
 if outcome == 'purging' then return freed + 2 end
 return freed
 `;
+
+export const ABANDON_SCRIPT = abandonScript(LUA_PRELUDE);
+
+/** The same, announcing a handover with SPUBLISH (a Redis 7 Cluster; ARGV channel prefix in the lock's slot). */
+export const SHARDED_ABANDON_SCRIPT = abandonScript(SHARDED_LUA_PRELUDE);

@@ -64,8 +64,15 @@ local function next_fence(fence_key, last, clock)
 end
 `;
 
+/**
+ * How a handover is announced: PUBLISH (every server; on a Cluster the bus copies it to every node)
+ * or SPUBLISH (Redis 7 Cluster: only the shard that owns the channel's slot, which the caller makes
+ * the lock's own slot; see wake-route.ts).
+ */
+export type PublishCommand = 'PUBLISH' | 'SPUBLISH';
+
 /** Who waits, for how long, and who gets the lock next: only the contended paths define these. */
-export const QUEUE_FUNCTIONS = `
+export const queueFunctions = (publish: PublishCommand): string => `
 local STALE_WAITERS_PER_CALL = ${STALE_WAITERS_PER_CALL}
 
 -- Milliseconds on the server clock: lease math never uses a client clock.
@@ -120,7 +127,7 @@ local function grant_to_queued(lock, fence_key, queue, waiters, channel_prefix)
       local px = math.min(tonumber(wanted), place_left)
       redis.call('SET', lock, waiter, 'PX', px)
       local fence = next_fence(fence_key, last_fence, clock)
-      redis.call('PUBLISH', channel_prefix .. service,
+      redis.call('${publish}', channel_prefix .. service,
         waiter .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', px) .. ' ' ..
         string.format('%.0f', place_left) .. ' ' .. lock)
       return 'granted'
@@ -136,5 +143,11 @@ local function grant_next_waiter(lock, fence_key, queue, waiters, channel_prefix
 end
 `;
 
+/** The queue's functions announcing handovers with PUBLISH (every server but a sharded Cluster). */
+export const QUEUE_FUNCTIONS = queueFunctions('PUBLISH');
+
 /** Every shared function, for the scripts that have no common path to run before the queue's. */
 export const LUA_PRELUDE = FENCE_FUNCTIONS + QUEUE_FUNCTIONS;
+
+/** LUA_PRELUDE announcing handovers with SPUBLISH (the release, abandon and pass-on of a sharded Cluster). */
+export const SHARDED_LUA_PRELUDE = FENCE_FUNCTIONS + queueFunctions('SPUBLISH');

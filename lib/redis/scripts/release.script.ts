@@ -1,4 +1,4 @@
-import { LUA_PRELUDE } from './lua-functions';
+import { LUA_PRELUDE, SHARDED_LUA_PRELUDE } from './lua-functions';
 
 /**
  * Owner-checked release: only the token that took the lock can free it, so a holder whose lease
@@ -9,7 +9,7 @@ import { LUA_PRELUDE } from './lua-functions';
  * Returns 0 when not ours (any more), 1 when deleted, 2 when handed to a waiter, 3 when deleted with
  * only stale waiters seen and more queued (the caller passes it on: PASS_ON_SCRIPT).
  */
-export const RELEASE_SCRIPT =
+const releaseScript = (prelude: string): string =>
   `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 -- The common path, before any shared function is defined (they cost time on every call).
@@ -18,7 +18,7 @@ if redis.call('LLEN', KEYS[3]) == 0 then
   return 1
 end
 ` +
-  LUA_PRELUDE +
+  prelude +
   `
 local outcome = grant_to_queued(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2])
 if outcome == 'granted' then return 2 end
@@ -26,3 +26,8 @@ redis.call('DEL', KEYS[1])
 if outcome == 'purging' then return 3 end
 return 1
 `;
+
+export const RELEASE_SCRIPT = releaseScript(LUA_PRELUDE);
+
+/** The same, announcing a handover with SPUBLISH (a Redis 7 Cluster; ARGV channel prefix in the lock's slot). */
+export const SHARDED_RELEASE_SCRIPT = releaseScript(SHARDED_LUA_PRELUDE);

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
-import { currentLock, LockService } from '../../../lib';
+import { currentLock, Deferred, Locked, LockService } from '../../../lib';
 import type { AppConfig } from '../config/app-config';
 import { ClaimStall } from '../debug/claim-stall';
 import { SwitchableLocked } from '../locking/switchable-locked.decorator';
@@ -18,6 +18,9 @@ export interface CampaignView {
   /** Coupon rows that really exist (differs from `issued` after an oversell's lost updates). */
   couponsIssued: number;
 }
+
+/** What a claim came to, as a value: the result of a deferred claim's job. */
+export type ClaimResult = { outcome: 'issued'; coupon: Coupon } | { outcome: 'sold-out' } | { outcome: 'already-claimed' };
 
 export interface ClaimDebug {
   /** Freeze point for the demo (see ClaimStall). */
@@ -45,6 +48,30 @@ export class CampaignsService {
    */
   @SwitchableLocked(CAMPAIGN_LOCK, { onBusy: 'retry' })
   async claim(campaignId: string, userId: string, debug: ClaimDebug = {}): Promise<Coupon> {
+    return this.issue(campaignId, userId, debug);
+  }
+
+  /**
+   * The same claim, but a busy campaign does not make the caller wait: the call becomes a BullMQ job
+   * (a `Deferred`, 202 over HTTP) that some instance's worker runs later under the same lock. Sold out
+   * and already claimed are returned as results, not thrown, so such a job completes with its answer
+   * (kept in BullMQ as the job's return value) instead of being retried and dead-lettered. Arguments
+   * are plain strings: a job carries JSON (a DTO class instance would be refused, DeferArgumentError).
+   * Always the distributed lock, whatever LOCK_MODE says: there is no in-process equivalent of 'defer'.
+   */
+  @Locked(CAMPAIGN_LOCK, { onBusy: 'defer' })
+  async claimOrDefer(campaignId: string, userId: string): Promise<ClaimResult | Deferred> {
+    try {
+      return { outcome: 'issued', coupon: await this.issue(campaignId, userId, {}) };
+    } catch (error) {
+      if (error instanceof SoldOutException) return { outcome: 'sold-out' };
+      if (error instanceof AlreadyClaimedException) return { outcome: 'already-claimed' };
+      throw error; // no campaign, or the fence refused a stale write: the job fails and BullMQ retries it
+    }
+  }
+
+  /** The claim itself; called with the campaign's lock held (or, LOCK_MODE=in-process, the process mutex). */
+  private async issue(campaignId: string, userId: string, debug: ClaimDebug): Promise<Coupon> {
     // undefined with LOCK_MODE=in-process: then the write is unfenced, exactly like the incident's code.
     const fence = currentLock()?.fencingToken;
     const campaign = await this.loadForClaim(campaignId, fence);

@@ -1,0 +1,168 @@
+/**
+ * `npm run bench:instructions`: user-space instructions redis-server executes per uncontended acquire +
+ * release, counted by valgrind's callgrind — the same number on every run whatever else the machine is
+ * doing (Redis CPU time in `npm run bench` moves with the shared machine's speed). It shows where the
+ * server's work goes: what any scripted acquire costs over a plain SET, what the server-clock fencing
+ * token costs, and what the FIFO check and owner-checked release add. Kernel time (network syscalls,
+ * the same for every variant) is not counted; it is why Redis CPU ratios are smaller than these.
+ *
+ * Needs valgrind (Debian: `apt-get install valgrind`). One redis-server under callgrind runs every
+ * variant, each measured twice between a counter reset and a dump.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import Redis from 'ioredis';
+import { LOCK_SCRIPTS } from '../../lib/redis/scripts';
+import { freePort } from '../../test/harness/free-port';
+import { ephemeralServerArgs } from '../../test/harness/redis-process';
+import { renderTable } from '../report/format';
+
+const CYCLES = Number(process.env.INSTRUCTION_CYCLES ?? 2_000);
+const KEYS = ['lock:{bench:a}', 'lock:{bench:a}:f', 'lock:{bench:a}:q', 'lock:{bench:a}:w'];
+const COMPARE_AND_DELETE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+
+/** One way to take and give back an uncontended lock; `acquire` undefined means a plain SET NX PX. */
+interface Variant {
+  name: string;
+  what: string;
+  acquire?: string;
+  release: string;
+}
+
+const VARIANTS: Variant[] = [
+  { name: 'raw floor', what: 'SET NX PX, then compare-and-delete script (GET, DEL)', release: COMPARE_AND_DELETE },
+  {
+    name: 'any scripted acquire',
+    what: 'script (SET NX PX), then compare-and-delete script: the least a script acquire costs',
+    acquire: `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, 0, tonumber(ARGV[2])} end return {0}`,
+    release: COMPARE_AND_DELETE,
+  },
+  {
+    name: '+ server-time token',
+    what: 'the same with TIME read for a token (not stored)',
+    acquire: `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then local c = redis.call('TIME') return {1, tonumber(c[1]) * 1000000 + tonumber(c[2]), tonumber(ARGV[2])} end return {0}`,
+    release: COMPARE_AND_DELETE,
+  },
+  {
+    name: 'ours',
+    what: 'the library: acquire script (GET fence, LINDEX, SET NX PX, TIME, SET fence), release script (GET, LLEN, DEL)',
+    acquire: LOCK_SCRIPTS.acquire.lua,
+    release: LOCK_SCRIPTS.release.lua,
+  },
+];
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function requireValgrind(): void {
+  try {
+    execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
+  } catch {
+    throw new Error('valgrind is not installed: apt-get install -y valgrind');
+  }
+}
+
+async function connect(port: number): Promise<Redis> {
+  for (let i = 0; i < 120; i++) {
+    const client = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.ping();
+      return client;
+    } catch {
+      client.disconnect();
+      await sleep(250); // valgrind starts redis-server slowly
+    }
+  }
+  throw new Error(`redis-server under callgrind did not answer on port ${port}`);
+}
+
+async function main(): Promise<void> {
+  requireValgrind();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ndl-callgrind-'));
+  const port = await freePort();
+  const server = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      `--callgrind-out-file=${path.join(dir, 'out')}`,
+      'redis-server',
+      ...ephemeralServerArgs(port, '127.0.0.1', dir),
+      '--hz',
+      '1',
+    ],
+    {
+      stdio: 'ignore',
+    },
+  );
+  const exited = new Promise<void>((resolve) => server.on('exit', () => resolve()));
+  const counters = (command: string[]) => execFileSync('callgrind_control', [...command, String(server.pid)], { stdio: 'ignore' });
+  try {
+    const client = await connect(port);
+    const cycle = new Map<string, (token: string) => Promise<unknown>>();
+    for (const v of VARIANTS) {
+      const release = (await client.script('LOAD', v.release)) as string;
+      const acquire = v.acquire === undefined ? undefined : ((await client.script('LOAD', v.acquire)) as string);
+      cycle.set(v.name, async (token) => {
+        if (acquire === undefined) await client.set(KEYS[0], token, 'PX', 30_000, 'NX');
+        else await client.evalsha(acquire, KEYS.length, ...KEYS, token, '30000');
+        if ((await client.evalsha(release, KEYS.length, ...KEYS, token, 'lock:waiters:')) === 0)
+          throw new Error(`${v.name}: release found the lock not ours`);
+      });
+    }
+    const token = () => `a1b2c3d4.30000.${randomBytes(16).toString('hex')}`;
+    const run = async (name: string, n: number) => {
+      for (let i = 0; i < n; i++) await cycle.get(name)!(token());
+    };
+    for (const v of VARIANTS) await run(v.name, 200); // warm-up: scripts compiled, allocator warm
+    const dumps: string[] = [];
+    for (let round = 0; round < 2; round++) {
+      for (const v of VARIANTS) {
+        counters(['-z']);
+        await run(v.name, CYCLES);
+        const label = `${v.name.replace(/\W+/g, '_')}.${round}`;
+        counters(['-d', label]);
+        dumps.push(label);
+      }
+    }
+    await client.shutdown('NOSAVE').catch(() => undefined);
+    client.disconnect();
+    await exited;
+    const perCycle = new Map<string, number[]>();
+    for (const file of fs.readdirSync(dir).filter((f) => f.startsWith('out.'))) {
+      const text = fs.readFileSync(path.join(dir, file), 'utf8');
+      const label = /^desc: Trigger: (?:Client Request: |dump )(\S+)$/m.exec(text)?.[1];
+      const total = /^(?:summary|totals): (\d+)$/m.exec(text)?.[1];
+      const variant = VARIANTS.find((v) => label?.startsWith(`${v.name.replace(/\W+/g, '_')}.`));
+      if (variant && total) perCycle.set(variant.name, [...(perCycle.get(variant.name) ?? []), Number(total) / CYCLES]);
+    }
+    const floor = Math.min(...(perCycle.get(VARIANTS[0].name) ?? [NaN]));
+    const rows = VARIANTS.map((v) => {
+      const counts = perCycle.get(v.name) ?? [];
+      const best = Math.min(...counts);
+      return [
+        v.name,
+        Math.round(best).toLocaleString('en-US'),
+        `${(best / floor).toFixed(2)}×`,
+        counts.map((c) => Math.round(c).toLocaleString('en-US')).join(' / '),
+        v.what,
+      ];
+    });
+    process.stdout.write(
+      `redis-server user-space instructions per uncontended acquire + release (callgrind, ${CYCLES} cycles per measurement, two measurements each)\n\n`,
+    );
+    process.stdout.write(`${renderTable([['variant', 'instructions per cycle', '÷ raw floor', 'both measurements', 'what it runs'], ...rows])}\n`);
+  } finally {
+    if (server.exitCode === null) server.kill('SIGKILL');
+    await exited;
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${(error as Error)?.stack ?? String(error)}\n`);
+  process.exit(1);
+});

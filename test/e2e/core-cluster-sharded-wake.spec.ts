@@ -1,0 +1,304 @@
+/**
+ * Cluster wake-ups over sharded pub/sub. On a Redis 7 Cluster a contended release announces the
+ * handover with SPUBLISH on a channel in the lock's own slot, which only that slot's master serves;
+ * PUBLISH would be copied to every master over the cluster bus. Proof is taken from the servers:
+ * `INFO commandstats` of each master (commands run inside scripts count under their own names) and
+ * `PUBSUB SHARDCHANNELS` / `SHARDNUMSUB`. A waiter is configured with a long waiterLease, so its
+ * safety-net timer (a third of it) cannot be what woke it: a wake-up within a second is the message.
+ *
+ * The fallbacks: a Cluster whose servers have no SPUBLISH (renamed away, as on a server before 7.0)
+ * and a single Redis keep PUBLISH / SUBSCRIBE, with the very scripts of before.
+ */
+import type { Cluster } from 'ioredis';
+import { LockService } from '../../lib';
+import { keySlot } from '../../lib/redis/key-slot';
+import { lockRedisKeys } from '../../lib/redis/lock-redis-keys';
+import { LOCK_SCRIPTS, SHARDED_PUBLISHING_SCRIPTS } from '../../lib/redis/scripts';
+import type { WakeChannel } from '../../lib/redis/wake-channel';
+import type { WakeRoute } from '../../lib/redis/wake-route';
+import { commandStats } from '../harness/command-stats';
+import { RedisCluster } from '../harness/redis-cluster';
+import { redisKeySlot } from '../harness/redis-key-slot';
+import { killSurvivors, RedisProcess } from '../harness/redis-process';
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+// Safety net of a waiter: a refresh every third of this (about 10 s), far beyond any bound below.
+const WAITER_LEASE = 30_000;
+// A wake-up by message, with room for a loaded machine; far below WAITER_LEASE / 3.
+const WOKEN_WITHIN_MS = 1_500;
+
+const channelOf = (service: LockService): WakeChannel => service.engine.wakeChannel as WakeChannel;
+const routeOf = (service: LockService): WakeRoute => (channelOf(service) as unknown as { route: WakeRoute }).route;
+
+/** Holder takes `key`, waiter queues behind it, holder releases: resolves how long after the release the waiter held it. */
+async function handover(holder: LockService, waiter: LockService, key: string): Promise<number> {
+  const lock = await holder.acquire(key, { ttl: 20_000 });
+  const waiting = waiter.acquire(key, { ttl: 20_000, waitTimeout: 15_000 });
+  await sleep(100); // queued and subscribed
+  const releasedAt = performance.now();
+  expect(await lock.release()).toBe(true);
+  const next = await waiting;
+  const woken = performance.now() - releasedAt;
+  expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+  expect(await next.release()).toBe(true);
+  return woken;
+}
+
+/** Calls of `commands` per master since the last CONFIG RESETSTAT. */
+async function callsPerMaster(cluster: RedisCluster, commands: string[]): Promise<Array<Record<string, number>>> {
+  return Promise.all(
+    cluster.nodes.map(async (node) => {
+      const stats = await commandStats(cluster.admin(node));
+      return Object.fromEntries(commands.map((c) => [c, stats[c] ?? 0]));
+    }),
+  );
+}
+
+/** `count` user keys whose locks share one slot (the first key's). */
+function keysInOneSlot(count: number, prefix: string): string[] {
+  const keys = [`${prefix}0`];
+  const slot = redisKeySlot(`lock:{${keys[0]}}`);
+  for (let i = 1; keys.length < count; i++) if (redisKeySlot(`lock:{${prefix}${i}}`) === slot) keys.push(`${prefix}${i}`);
+  return keys;
+}
+
+async function startServices(clients: Array<() => Cluster | string>): Promise<LockService[]> {
+  const services = clients.map((client) => new LockService({ redis: client(), ttl: 5_000, commandTimeout: 2_000, waiterLease: WAITER_LEASE }));
+  for (const service of services) await service.onModuleInit();
+  return services;
+}
+
+afterAll(() => expect(killSurvivors()).toEqual([]));
+
+describe('Redis 7 Cluster: sharded wake-ups', () => {
+  let cluster: RedisCluster;
+  let holder: LockService;
+  let waiter: LockService;
+
+  beforeAll(async () => {
+    cluster = await RedisCluster.start(3);
+    [holder, waiter] = await startServices([() => cluster.client(), () => cluster.client()]);
+  }, 30_000);
+
+  afterAll(async () => {
+    await Promise.all([holder?.close(), waiter?.close()]);
+    await cluster?.stop();
+  });
+
+  it('a contended handover wakes the waiter by SPUBLISH on the lock master only: no PUBLISH on any master', async () => {
+    // Each service asked the masters once, at startup (the answer may still be on its way).
+    expect(await Promise.all([routeOf(holder).detect(), routeOf(waiter).detect()])).toEqual(['sharded', 'sharded']);
+    const key = 'sharded:1';
+    const slot = redisKeySlot(lockRedisKeys('lock:', key).lock);
+    const owner = await cluster.ownerOf(slot);
+    await handover(holder, waiter, key); // warm: the waiter's service subscribes to the slot's channel
+    await Promise.all(cluster.nodes.map((n) => cluster.admin(n).call('CONFIG', 'RESETSTAT')));
+
+    const woken: number[] = [];
+    for (let i = 0; i < 5; i++) woken.push(await handover(holder, waiter, key));
+
+    const calls = await callsPerMaster(cluster, ['spublish', 'publish', 'ssubscribe', 'subscribe']);
+    const ownerIndex = cluster.nodes.indexOf(owner);
+    console.log(`sharded handover: woken after ${woken.map((ms) => Math.round(ms)).join(', ')} ms; calls per master ${JSON.stringify(calls)}`);
+    expect(Math.max(...woken)).toBeLessThan(WOKEN_WITHIN_MS);
+    // One SPUBLISH per handover, on the lock's master; nothing published anywhere else, no PUBLISH at all.
+    calls.forEach((c, i) => {
+      expect(c.publish).toBe(0);
+      expect(c.spublish).toBe(i === ownerIndex ? 5 : 0);
+      // Subscribed once, at the warm-up: nothing per wait.
+      expect(c.ssubscribe + c.subscribe).toBe(0);
+    });
+
+    // The channel the waiter listens on is in the lock's slot, served by that master.
+    const channels = (await cluster.admin(owner).call('PUBSUB', 'SHARDCHANNELS')) as string[];
+    expect(channels).toHaveLength(1);
+    expect(channels[0]).toMatch(/^lock:waiters:\{[0-9A-Za-z_-]{1,3}\}:/);
+    expect(redisKeySlot(channels[0])).toBe(slot);
+    expect(keySlot(channels[0])).toBe(slot);
+    expect(await cluster.admin(owner).call('PUBSUB', 'SHARDNUMSUB', channels[0])).toEqual([channels[0], 1]);
+    for (const node of cluster.nodes.filter((n) => n !== owner)) expect(await cluster.admin(node).call('PUBSUB', 'SHARDCHANNELS')).toEqual([]);
+    // No plain channel at all.
+    for (const node of cluster.nodes) expect(await cluster.admin(node).call('PUBSUB', 'CHANNELS')).toEqual([]);
+    expect(channelOf(waiter).state).toBe('subscribed');
+  });
+
+  it('one subscription per slot, not per lock: waits on many keys of one slot add no channel', async () => {
+    const keys = keysInOneSlot(4, 'same-slot:');
+    const slot = redisKeySlot(lockRedisKeys('lock:', keys[0]).lock);
+    const owner = await cluster.ownerOf(slot);
+    const before = ((await cluster.admin(owner).call('PUBSUB', 'SHARDCHANNELS')) as string[]).length;
+    for (const key of keys) expect(await handover(holder, waiter, key)).toBeLessThan(WOKEN_WITHIN_MS);
+    const after = (await cluster.admin(owner).call('PUBSUB', 'SHARDCHANNELS')) as string[];
+    expect(after.length - before).toBeLessThanOrEqual(1);
+    expect(after.filter((c) => redisKeySlot(c) === slot)).toHaveLength(1);
+  });
+
+  it("after the lock's slot moves to another master while a waiter waits, the waiter is still woken within a second", async () => {
+    const key = 'sharded:moving';
+    const { lock: lockName } = lockRedisKeys('lock:', key);
+    const slot = redisKeySlot(lockName);
+    const from = await cluster.ownerOf(slot);
+    const to = cluster.nodes.find((n) => n !== from)!;
+    await handover(holder, waiter, key); // subscribed on `from`
+
+    const lock = await holder.acquire(key, { ttl: 20_000 });
+    const waiting = waiter.acquire(key, { ttl: 20_000, waitTimeout: 15_000 });
+    await sleep(100);
+    const moved = await cluster.migrateSlot(slot, from, to, { batch: 1, pauseMs: 30 });
+    expect(moved).toContain(lockName); // the held lock itself moved, with its queue
+    // Redis dropped the old subscription (unasked SUNSUBSCRIBE); the channel subscribes on the new owner.
+    let resubscribedAfter = -1;
+    const movedAt = performance.now();
+    for (let i = 0; i < 100 && resubscribedAfter < 0; i++) {
+      const [, count] = (await cluster.admin(to).call('PUBSUB', 'SHARDNUMSUB', routeOf(waiter).slotChannelPrefix(slot) + serviceIdOf(waiter))) as [
+        string,
+        number,
+      ];
+      if (count === 1) resubscribedAfter = performance.now() - movedAt;
+      else await sleep(20);
+    }
+    const releasedAt = performance.now();
+    expect(await lock.release()).toBe(true);
+    const next = await waiting;
+    const woken = performance.now() - releasedAt;
+    console.log(
+      `slot moved: resubscribed on the new master ${Math.round(resubscribedAfter)} ms after the move, waiter woken ${Math.round(woken)} ms after the release`,
+    );
+    expect(resubscribedAfter).toBeGreaterThanOrEqual(0);
+    expect(woken).toBeLessThan(WOKEN_WITHIN_MS);
+    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+    expect(await next.release()).toBe(true);
+    expect(await cluster.admin(from).call('PUBSUB', 'SHARDNUMSUB', routeOf(waiter).slotChannelPrefix(slot) + serviceIdOf(waiter))).toEqual([
+      expect.any(String),
+      0,
+    ]);
+  });
+
+  it('a handover announced while the subscription is gone (subscriber connection killed) is made up for once it is back: the waiter retries at once, not at its safety net', async () => {
+    const key = 'sharded:killed';
+    const slot = redisKeySlot(lockRedisKeys('lock:', key).lock);
+    const owner = await cluster.ownerOf(slot);
+    await handover(holder, waiter, key);
+    const lock = await holder.acquire(key, { ttl: 20_000 });
+    const waiting = waiter.acquire(key, { ttl: 20_000, waitTimeout: 15_000 });
+    await sleep(100);
+    // Every pub/sub connection of the lock's master goes: the waiter's subscription with it.
+    await cluster.admin(owner).call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    const releasedAt = performance.now();
+    expect(await lock.release()).toBe(true);
+    const next = await waiting;
+    const woken = performance.now() - releasedAt;
+    console.log(`subscriber killed just before the release: waiter held the lock ${Math.round(woken)} ms after it`);
+    expect(woken).toBeLessThan(WOKEN_WITHIN_MS);
+    expect(await next.release()).toBe(true);
+  });
+
+  // Why the wake channel keeps per-master connections of its own (docs/design.md): ioredis 5.11's own
+  // Cluster sharded subscriptions, checked against this cluster.
+  it("ioredis' Cluster client: SSUBSCRIBE by default reaches one node only; with shardedSubscribers it does not follow a moved slot", async () => {
+    const noAnswer = <T>(promise: Promise<T>, ms: number) =>
+      Promise.race([promise.then(() => 'answered' as const), sleep(ms).then(() => 'no answer' as const)]).catch(() => 'error' as const);
+    // One channel on each master.
+    const channels: string[] = [];
+    const owners = new Set<number>();
+    for (let i = 0; channels.length < 3; i++) {
+      const owner = cluster.nodes.indexOf(await cluster.ownerOf(redisKeySlot(`probe:{${i}}`)));
+      if (!owners.has(owner)) {
+        owners.add(owner);
+        channels.push(`probe:{${i}}`);
+      }
+    }
+    const byDefault = cluster.client();
+    const outcomes = [];
+    for (const channel of channels) outcomes.push(await noAnswer(byDefault.ssubscribe(channel), 1_000));
+    // Its one subscriber connection sits on one node: a channel another master serves is never confirmed.
+    expect(outcomes.filter((o) => o === 'answered')).toHaveLength(1);
+    byDefault.disconnect();
+
+    const sharded = cluster.client({ shardedSubscribers: true });
+    await sharded.ssubscribe(channels[0]);
+    const slot = redisKeySlot(channels[0]);
+    const from = await cluster.ownerOf(slot);
+    const to = cluster.nodes.find((n) => n !== from)!;
+    await cluster.migrateSlot(slot, from, to);
+    await sleep(1_000);
+    // Redis dropped it on the old owner, and nothing subscribed it on the new one.
+    expect(await cluster.admin(from).call('PUBSUB', 'SHARDNUMSUB', channels[0])).toEqual([channels[0], 0]);
+    expect(await cluster.admin(to).call('PUBSUB', 'SHARDNUMSUB', channels[0])).toEqual([channels[0], 0]);
+    sharded.disconnect();
+  });
+});
+
+/** The service id in a token: `<service>.<ttl>.<random>`. */
+function serviceIdOf(service: LockService): string {
+  return (service.engine as unknown as { serviceId: string }).serviceId;
+}
+
+describe('Cluster without sharded pub/sub (SPUBLISH and SSUBSCRIBE renamed away, as before Redis 7.0)', () => {
+  let cluster: RedisCluster;
+  let holder: LockService;
+  let waiter: LockService;
+
+  beforeAll(async () => {
+    cluster = await RedisCluster.start(3, ['--rename-command', 'SPUBLISH', '', '--rename-command', 'SSUBSCRIBE', '']);
+    [holder, waiter] = await startServices([() => cluster.client(), () => cluster.client()]);
+  }, 30_000);
+
+  afterAll(async () => {
+    await Promise.all([holder?.close(), waiter?.close()]);
+    await cluster?.stop();
+  });
+
+  it('keeps PUBLISH / SUBSCRIBE on the service channel, and the waiter is woken by it', async () => {
+    expect(await Promise.all([routeOf(holder).detect(), routeOf(waiter).detect()])).toEqual(['plain', 'plain']);
+    expect([routeOf(holder).mode, routeOf(waiter).mode]).toEqual(['plain', 'plain']); // known: not a failed ask
+    await handover(holder, waiter, 'plain:1');
+    await Promise.all(cluster.nodes.map((n) => cluster.admin(n).call('CONFIG', 'RESETSTAT')));
+    const woken = await handover(holder, waiter, 'plain:1');
+    const calls = await callsPerMaster(cluster, ['publish', 'spublish']);
+    console.log(`fallback handover: woken after ${Math.round(woken)} ms; calls per master ${JSON.stringify(calls)}`);
+    expect(woken).toBeLessThan(WOKEN_WITHIN_MS);
+    expect(calls.reduce((n, c) => n + c.publish, 0)).toBe(1);
+    expect(calls.every((c) => c.spublish === 0)).toBe(true);
+    // The plain channel is known on every master (the bus copies PUBLISH everywhere).
+    const channel = channelOf(waiter).name;
+    const subscribers = await Promise.all(
+      cluster.nodes.map(async (n) => ((await cluster.admin(n).call('PUBSUB', 'NUMSUB', channel)) as [string, number])[1]),
+    );
+    expect(subscribers.reduce((a, b) => a + b, 0)).toBe(1);
+  });
+});
+
+describe('single Redis: the commands of before', () => {
+  let redis: RedisProcess;
+  let holder: LockService;
+  let waiter: LockService;
+
+  beforeAll(async () => {
+    redis = await RedisProcess.start();
+    [holder, waiter] = await startServices([() => redis.url, () => redis.url]);
+  }, 30_000);
+
+  afterAll(async () => {
+    await Promise.all([holder?.close(), waiter?.close()]);
+    await redis?.stop();
+  });
+
+  it('is plain from construction (nothing asked), PUBLISHes with the scripts of before and never loads a sharded one', async () => {
+    const route = routeOf(new LockService({ redis: redis.client({ lazyConnect: true }) }));
+    expect(route.mode).toBe('plain'); // synchronously: no detection round trip on a single Redis
+    expect(route.scripts.release).toBe(LOCK_SCRIPTS.release);
+
+    const admin = redis.client();
+    await admin.call('CONFIG', 'RESETSTAT');
+    const woken = await handover(holder, waiter, 'single:1');
+    const stats = await commandStats(admin);
+    expect(woken).toBeLessThan(WOKEN_WITHIN_MS);
+    expect(stats.publish).toBe(1);
+    expect(stats.spublish).toBeUndefined();
+    expect(stats.command).toBeUndefined(); // no COMMAND INFO: nothing detected on a single Redis
+    const shas = Object.values(SHARDED_PUBLISHING_SCRIPTS).map((s) => s.sha);
+    expect(await admin.call('SCRIPT', 'EXISTS', ...shas)).toEqual([0, 0, 0]);
+    expect(await admin.call('SCRIPT', 'EXISTS', LOCK_SCRIPTS.release.sha)).toEqual([1]);
+  });
+});
