@@ -25,21 +25,26 @@ const splitVotesOf = (service: LockService): number | undefined => (service.engi
 /** This library in Redlock mode (`nodes`), defaults otherwise: one LockService per client. */
 export function oursRedlockAdapter(): MultiNodeAdapter {
   const services = new Set<LockService>();
+  // Split votes of services already closed, and the total at the last reset.
+  let closedTotal = 0;
   let baseline = 0;
-  const splitVotesNow = (): number | undefined => {
-    let total: number | undefined;
+  let known = true;
+  const total = (): number => {
+    let sum = closedTotal;
     for (const service of services) {
       const votes = splitVotesOf(service);
-      if (votes !== undefined) total = (total ?? 0) + votes;
+      if (votes === undefined) known = false;
+      else sum += votes;
     }
-    return total;
+    return sum;
   };
   return {
     name: 'ours',
-    settings: `nestjs-distributed-lock (this repo), Redlock mode (nodes), defaults (watchdog on, waitTimeout 5000 ms), ttl ${BENCH_TTL_MS} ms`,
+    settings: `nestjs-distributed-lock (this repo), Redlock mode (nodes), defaults (watchdog on, waitTimeout 5000 ms) but nodeRecoveryDelay 0 (every round starts fresh nodes, none restarts), ttl ${BENCH_TTL_MS} ms`,
     role: 'ours',
     async create(target: string): Promise<LockClient> {
-      const service = new LockService({ nodes: urlsOf(target), ttl: BENCH_TTL_MS });
+      // Fresh nodes would otherwise be quarantined for nodeRecoveryDelay (the ttl): nobody restarts one here.
+      const service = new LockService({ nodes: urlsOf(target), ttl: BENCH_TTL_MS, nodeRecoveryDelay: 0 });
       await service.onModuleInit();
       services.add(service);
       return {
@@ -53,18 +58,18 @@ export function oursRedlockAdapter(): MultiNodeAdapter {
           }
         },
         async close() {
-          baseline -= splitVotesOf(service) ?? 0;
+          closedTotal += splitVotesOf(service) ?? 0;
           services.delete(service);
           await service.close();
         },
       };
     },
     splitVotes: () => {
-      const now = splitVotesNow();
-      return now === undefined ? undefined : now - baseline;
+      const now = total();
+      return known ? now - baseline : undefined;
     },
     resetSplitVotes: () => {
-      baseline = splitVotesNow() ?? 0;
+      baseline = total();
     },
   };
 }

@@ -18,12 +18,11 @@ import { RAISED_FENCE_RETENTION_MS, TICKET_QUEUE_FUNCTIONS } from './ticket-queu
  */
 export const REDLOCK_ACQUIRE_SCRIPT =
   FENCE_FUNCTIONS +
-  TICKET_QUEUE_FUNCTIONS +
   `
 local token, ttl, ticket, recovery = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local last_fence = last_fence_of(KEYS[2])
 local clock = redis.call('TIME')
-local now_ms = now_ms_of(clock)
+local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 if recovery > 0 then
   local since = tonumber(redis.call('GET', KEYS[5]) or '')
   if not since then
@@ -32,6 +31,15 @@ if recovery > 0 then
   end
   if since + recovery > now_ms then return {2, since + recovery - now_ms} end
 end
+
+-- The common path, before the queue's functions are even defined: nobody queued (no queue key, so
+-- no waiter entry either: both expire together) and the lock free (SET NX answers and takes it).
+if redis.call('EXISTS', KEYS[3]) == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
+  return {1, next_fence(KEYS[2], last_fence, clock), tonumber(ttl)}
+end
+` +
+  TICKET_QUEUE_FUNCTIONS +
+  `
 local holder = redis.call('GET', KEYS[1])
 if holder == token then
   redis.call('ZREM', KEYS[3], token)

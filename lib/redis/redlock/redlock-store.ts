@@ -198,13 +198,20 @@ export class RedlockStore implements LockStore {
     recovering: number,
   ): LockConnectionError {
     const failure = firstFailure(votes);
-    const recoveringNote =
-      recovering > 0
-        ? ` ${recovering} of them started without their data less than nodeRecoveryDelay ago and give no votes yet (they may have forgotten a held lock).`
-        : '';
+    const failures = failure ? ` First failure: ${failure.message}` : ' The lock state is unknown; nothing ran under it.';
+    if (recovering > 0) {
+      return new LockConnectionError(
+        `Redlock acquire of "${keys.key}": ${answered} of ${this.nodes.length} nodes answered, but ${recovering} of them started without ` +
+          `their data less than nodeRecoveryDelay (${this.settings.nodeRecoveryDelay} ms) ago and give no votes yet (they may have forgotten ` +
+          `a held lock; a brand-new node waits this once too), so only ${answered - recovering} can vote and ${this.quorum} are needed. ` +
+          `Retry after the delay, or run every node with appendonly yes + appendfsync always and set nodeRecoveryDelay: 0.` +
+          (failure ? ` First failure: ${failure.message}` : ''),
+        'acquire',
+        { cause: failure },
+      );
+    }
     return new LockConnectionError(
-      `Redlock acquire of "${keys.key}": only ${answered} of ${this.nodes.length} nodes answered, ${this.quorum} needed.${recoveringNote}` +
-        (failure ? ` First failure: ${failure.message}` : ' The lock state is unknown; nothing ran under it.'),
+      `Redlock acquire of "${keys.key}": only ${answered} of ${this.nodes.length} nodes answered, ${this.quorum} needed.${failures}`,
       'acquire',
       { cause: failure },
     );
