@@ -34,6 +34,7 @@ import {
   runMultiNodeSection,
 } from './multinode/multinode-section';
 import { CLUSTER_SECTION, ClusterSectionResult, runClusterSection } from './workloads/cluster.workload';
+import { MODES_FULL, MODES_QUICK, modesMarkdown, modesTable, runModesSection } from './modes/modes-section';
 import { mergeContendedRepeats, runContended } from './workloads/contended.workload';
 import { HeldResult, runHeldWatchdog } from './workloads/held-watchdog.workload';
 import { ParallelRound, runParallelRound, summarizeParallel } from './workloads/parallel-distinct.workload';
@@ -94,6 +95,15 @@ async function clusterSection(quick: boolean): Promise<ClusterSectionResult> {
 
 const clusterOverlaps = (result: ClusterSectionResult): number => result.contended.reduce((n, r) => n + r.overlaps, 0);
 
+/** The deployment-modes section: runs, prints its table, returns its results.md section. */
+async function modes(quick: boolean): Promise<string> {
+  const results = await runModesSection(quick ? MODES_QUICK : MODES_FULL, log);
+  log('');
+  log('(modes) uncontended acquire + release in each deployment mode');
+  log(renderTable(modesTable(results)));
+  return modesMarkdown(results);
+}
+
 async function main(): Promise<number> {
   const started = nowMs();
   const config = benchConfig();
@@ -107,8 +117,12 @@ async function main(): Promise<number> {
     installRoundTripCounter();
     const { overlaps } = await multiNode(config.quick);
     return overlaps > 0 ? 2 : 0;
+  } else if (process.env.BENCH_ONLY === 'modes') {
+    installRoundTripCounter();
+    await modes(config.quick);
+    return 0;
   } else if (process.env.BENCH_ONLY) {
-    throw new Error(`BENCH_ONLY=${process.env.BENCH_ONLY}: the sections that run alone are 'cluster' and 'multinode'`);
+    throw new Error(`BENCH_ONLY=${process.env.BENCH_ONLY}: the sections that run alone are 'cluster', 'multinode' and 'modes'`);
   }
   installRoundTripCounter();
   const machine = machineInfo(await redisServerVersion());
@@ -149,6 +163,7 @@ async function main(): Promise<number> {
   }
 
   const multi = await multiNode(config.quick);
+  const modesSection = await modes(config.quick);
   log('');
   const cluster = await clusterSection(config.quick);
 
@@ -193,7 +208,7 @@ async function main(): Promise<number> {
   fs.writeFileSync(path.join(__dirname, CHART_FILE), svg);
   fs.writeFileSync(
     path.join(__dirname, 'results.md'),
-    `${resultsMarkdown(results, checks, CHART_FILE)}\n${clusterSectionMarkdown(cluster)}\n${multi.markdown}`,
+    `${resultsMarkdown(results, checks, CHART_FILE)}\n${clusterSectionMarkdown(cluster)}\n${multi.markdown}\n${modesSection}`,
   );
   log('');
   log(`Wrote bench/results.md and bench/${CHART_FILE} (${results.totalSeconds.toFixed(0)} s).`);

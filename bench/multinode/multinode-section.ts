@@ -105,6 +105,7 @@ export function multiNodeTable(results: MultiNodeResults): Table {
     row('(a) µs per uncontended cycle (median round)', (n) => fmt(s[n].usPerCycle)),
     row('(a) round trips per cycle', (n) => fmt(s[n].roundTripsPerCycle, 2)),
     row('(a) Redis CPU µs per cycle, all nodes', (n) => fmt(s[n].cpuUsPerCycle)),
+    row('(a) client CPU µs per cycle', (n) => fmt(s[n].clientCpuUsPerCycle)),
     row(`(b) ops/s, ${results.config.parallel.inFlight} in flight (median round)`, (n) => fmt(p[n].opsPerSec, 0)),
     row('(c) acquisitions/s', (n) => fmt(c[n].acquisitionsPerSec, 1)),
     row('(c) wait p50 ms', (n) => fmtMs(c[n].waitP50)),

@@ -10,7 +10,8 @@ import { RAISED_FENCE_RETENTION_MS, TICKET_QUEUE_FUNCTIONS } from './ticket-queu
  * may have forgotten a lock that is still held (see redlock-recovery in docs/design.md).
  *
  * KEYS: lock, fence, queue (ticket zset), waiters, node marker.
- * ARGV: token, ttl ms, ticket, recovery ms, [waiter lease ms: take or refresh a place when busy].
+ * ARGV: token, ttl ms, ticket, recovery ms, fence proposal (fence-proposal.ts), [waiter lease ms: take or
+ * refresh a place when busy]. A token this node issues is max(its clock µs, its last + 1, the proposal).
  * Returns {1, fence, lease ms left} (ours), {0, holder pttl, position, last fence, holder token or ''}
  * (busy; pttl -1: free but a waiter with a lower ticket is queued, -3: stale waiters still being
  * dropped; the holder lets the client tell a split vote from another's majority), or
@@ -21,6 +22,8 @@ export const REDLOCK_ACQUIRE_SCRIPT =
   `
 local token, ttl, ticket, recovery = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local last_fence = last_fence_of(KEYS[2])
+-- next_fence issues max(clock, floor + 1): a floor of proposal - 1 makes that max(clock, last + 1, proposal).
+local fence_floor = math.max(last_fence, tonumber(ARGV[5]) - 1)
 local clock = redis.call('TIME')
 local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 if recovery > 0 then
@@ -35,7 +38,7 @@ end
 -- The common path, before the queue's functions are even defined: nobody queued (no queue key, so
 -- no waiter entry either: both expire together) and the lock free (SET NX answers and takes it).
 if redis.call('EXISTS', KEYS[3]) == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
-  return {1, next_fence(KEYS[2], last_fence, clock), tonumber(ttl)}
+  return {1, next_fence(KEYS[2], fence_floor, clock), tonumber(ttl)}
 end
 ` +
   TICKET_QUEUE_FUNCTIONS +
@@ -65,19 +68,19 @@ else
     redis.call('SET', KEYS[1], token, 'PX', ttl)
     redis.call('ZREM', KEYS[3], token)
     redis.call('ZREM', KEYS[4], token)
-    return {1, next_fence(KEYS[2], last_fence, clock), tonumber(ttl)}
+    return {1, next_fence(KEYS[2], fence_floor, clock), tonumber(ttl)}
   end
 end
 local holder_seen = holder or ''
-if not ARGV[5] then return {0, pttl, -1, last_fence, holder_seen} end
-queue_up(KEYS[3], KEYS[4], token, ARGV[3], tonumber(ARGV[5]), now_ms)
+if not ARGV[6] then return {0, pttl, -1, last_fence, holder_seen} end
+queue_up(KEYS[3], KEYS[4], token, ARGV[3], tonumber(ARGV[6]), now_ms)
 if head_of(KEYS[3]) == token then return {0, pttl, 0, last_fence, holder_seen} end
 return {0, pttl, 1, last_fence, holder_seen}
 `;
 
 /**
  * Owner-checked release on one node: hands the node's lock to the live waiter with the lowest ticket,
- * else deletes it. KEYS: lock, fence, queue, waiters. ARGV: token, waiter channel prefix.
+ * else deletes it. KEYS: lock, fence, queue, waiters. ARGV: token, waiter channel prefix, fence proposal.
  * Returns 0 not ours, 1 deleted, 2 handed to a waiter.
  */
 export const REDLOCK_RELEASE_SCRIPT =
@@ -91,14 +94,14 @@ end
   FENCE_FUNCTIONS +
   TICKET_QUEUE_FUNCTIONS +
   `
-if hand_to_head(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2]) == 'granted' then return 2 end
+if hand_to_head(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3]) == 'granted' then return 2 end
 redis.call('DEL', KEYS[1])
 return 1
 `;
 
 /**
  * Leaves the node's queue, and frees the node's lock if it is ours (handing it on like a release).
- * KEYS: lock, fence, queue, waiters. ARGV: token, waiter channel prefix. Returns 1 if it freed the lock.
+ * KEYS: lock, fence, queue, waiters. ARGV: token, waiter channel prefix, fence proposal. Returns 1 if it freed the lock.
  */
 export const REDLOCK_ABANDON_SCRIPT =
   FENCE_FUNCTIONS +
@@ -107,7 +110,7 @@ export const REDLOCK_ABANDON_SCRIPT =
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-if hand_to_head(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2]) ~= 'granted' then redis.call('DEL', KEYS[1]) end
+if hand_to_head(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3]) ~= 'granted' then redis.call('DEL', KEYS[1]) end
 return 1
 `;
 

@@ -8,6 +8,7 @@ import { askAll, count, firstFailure, quorumOf, Vote } from './quorum';
 import type { RedlockNode } from './redlock-node';
 import { REDLOCK_SCRIPTS } from './redlock-scripts';
 import { RedlockTickets } from './redlock-tickets';
+import { fenceProposal } from './fence-proposal';
 
 /** One node's answer to an acquire attempt. */
 type NodeAcquire =
@@ -75,7 +76,7 @@ export class RedlockStore implements LockStore {
   async acquire(keys: LockRedisKeys, token: string, ttl: number, joinQueue: boolean, retry: boolean): Promise<AcquireReply> {
     this.assertTtl('ttl', ttl);
     const ticket = this.tickets.of(token, keys.lock, retry);
-    const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.marker, token, String(ttl), ticket, this.recovery];
+    const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.marker, token, String(ttl), ticket, this.recovery, fenceProposal()];
     if (joinQueue) args.push(this.lease);
     const n = this.nodes.length;
     // Decided at once when a majority agrees; once a majority answered without agreeing, the others get a
@@ -333,7 +334,7 @@ export class RedlockStore implements LockStore {
   }
 
   private handoverArgs(keys: LockRedisKeys, token: string): CommandArg[] {
-    return [keys.lock, keys.fence, keys.queue, keys.waiters, token, this.channelPrefix];
+    return [keys.lock, keys.fence, keys.queue, keys.waiters, token, this.channelPrefix, fenceProposal()];
   }
 }
 

@@ -53,9 +53,10 @@ end
 -- Hands the lock (free, or ours and being given up) to the live waiter with the lowest ticket and
 -- tells its service (same message as the single-node scripts). In this mode the message is only a
 -- wake-up: the waiter's next attempt counts this node's vote with the others'.
+-- \`proposal\`: the releaser's fence proposal (fence-proposal.ts), so every node hands over with one token.
 -- Returns 'granted', 'empty', or 'purging' (only stale entries seen, and more are queued).
-local function hand_to_head(lock, fence_key, queue, waiters, channel_prefix)
-  local last_fence = last_fence_of(fence_key)
+local function hand_to_head(lock, fence_key, queue, waiters, channel_prefix, proposal)
+  local last_fence = math.max(last_fence_of(fence_key), tonumber(proposal) - 1)
   local clock = redis.call('TIME')
   local now_ms = now_ms_of(clock)
   for _ = 1, STALE_WAITERS_PER_CALL do
