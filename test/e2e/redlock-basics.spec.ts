@@ -43,6 +43,29 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     return service;
   }
 
+  it('nodes agree on the proposed token: an uncontended acquire + release is one script per node each way, no fencing write-back', async () => {
+    const a = await makeService('rb0:');
+    for (let i = 0; i < 5; i++) await (await a.acquire('k')).release(); // scripts cached on every node
+    const scriptCalls = async () =>
+      (await Promise.all(direct.map((c) => c.info('commandstats')))).reduce(
+        (n, info) => n + [...info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((m, match) => m + Number(match[1]), 0),
+        0,
+      );
+    const before = await scriptCalls();
+    const tokens: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const lock = await a.acquire('k');
+      tokens.push(lock.fencingToken);
+      await lock.release();
+    }
+    // 3 acquire + 3 release scripts per cycle; the write-back would add one per node that issued less.
+    expect((await scriptCalls()) - before).toBe(20 * 6);
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+    // Every node holds the token the last holder got (they agreed on it; nothing had to be raised).
+    const fences = await Promise.all(direct.map((c) => c.get('rb0:{k}:f')));
+    expect(fences.map(Number)).toEqual([tokens[19], tokens[19], tokens[19]]);
+  });
+
   it('acquire, busy, release, extend, withLock, isLocked: the lock is on every node and tokens increase', async () => {
     const a = await makeService('rb1:');
     const b = await makeService('rb1:');
