@@ -9,21 +9,26 @@ export const oursAdapter: LockAdapter = {
   async create(redisUrl: string): Promise<LockClient> {
     const service = new LockService({ redis: redisUrl, ttl: BENCH_TTL_MS });
     await service.onModuleInit();
-    return {
-      async acquire(key: string): Promise<Held | null> {
-        try {
-          const lock = await service.acquire(key);
-          return { release: async () => void (await lock.release()) };
-        } catch (error) {
-          if (error instanceof LockTimeoutError) return null;
-          throw error;
-        }
-      },
-      async hold(key: string, ttl: number): Promise<Held> {
-        const lock = await service.acquire(key, { ttl, watchdog: true });
-        return { release: async () => void (await lock.release()) };
-      },
-      close: () => service.close(),
-    };
+    return lockClientOf(service);
   },
 };
+
+/** One LockService as a benchmarked client: its own waiting (a LockTimeoutError is a give-up), its watchdog for `hold`. */
+export function lockClientOf(service: LockService): LockClient {
+  return {
+    async acquire(key: string): Promise<Held | null> {
+      try {
+        const lock = await service.acquire(key);
+        return { release: async () => void (await lock.release()) };
+      } catch (error) {
+        if (error instanceof LockTimeoutError) return null;
+        throw error;
+      }
+    },
+    async hold(key: string, ttl: number): Promise<Held> {
+      const lock = await service.acquire(key, { ttl, watchdog: true });
+      return { release: async () => void (await lock.release()) };
+    },
+    close: () => service.close(),
+  };
+}

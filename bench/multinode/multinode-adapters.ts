@@ -1,6 +1,7 @@
 import { ExecutionError, ExecutionStats, Redlock, Settings } from '@sesamecare-oss/redlock';
 import Redis from 'ioredis';
-import { LockService, LockTimeoutError } from '../../lib';
+import { LockService } from '../../lib';
+import { lockClientOf } from '../adapters/ours.adapter';
 import type { RedlockStore } from '../../lib/redis/redlock/redlock-store';
 import { BENCH_TTL_MS, Held, LockAdapter, LockClient } from '../adapters/lock-adapter';
 
@@ -47,20 +48,13 @@ export function oursRedlockAdapter(): MultiNodeAdapter {
       const service = new LockService({ nodes: urlsOf(target), ttl: BENCH_TTL_MS, nodeRecoveryDelay: 0 });
       await service.onModuleInit();
       services.add(service);
+      const client = lockClientOf(service);
       return {
-        async acquire(key: string): Promise<Held | null> {
-          try {
-            const lock = await service.acquire(key);
-            return { release: async () => void (await lock.release()) };
-          } catch (error) {
-            if (error instanceof LockTimeoutError) return null;
-            throw error;
-          }
-        },
+        ...client,
         async close() {
           closedTotal += splitVotesOf(service) ?? 0;
           services.delete(service);
-          await service.close();
+          await client.close();
         },
       };
     },

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { monotonicNow } from '../time/clock';
 import type { AcquireReply, LockStore, ReleaseOutcome, RenewRequest as StoreRenewRequest } from '../core/lock-store';
+import { runBoundedScript } from './bounded-script';
 import { CommandDeadlines, CommandGate } from './command-deadlines';
 import { toConnectionError } from './connection-errors';
 import { LockRedisKeys, lockRedisKeys } from './lock-redis-keys';
@@ -232,13 +233,7 @@ export class RedisLockStore implements LockStore {
     parse?: (reply: unknown) => T,
   ): Promise<T> {
     this.writes.beforeSend(this.deadlines.inFlight > 0);
-    return this.deadlines.bound(
-      operation,
-      (attempt) => this.scripts.run(script, args, attempt),
-      parse,
-      isNoScript,
-      (error) => lockStateError(keys, operation, error),
-    );
+    return runBoundedScript(this.deadlines, this.scripts, script, operation, keys, args, parse);
   }
 }
 

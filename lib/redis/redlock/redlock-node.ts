@@ -3,8 +3,8 @@ import { monotonicNow } from '../../time/clock';
 import { CommandDeadlines } from '../command-deadlines';
 import { ConnectionState } from '../connection-state';
 import type { LockRedisKeys } from '../lock-redis-keys';
-import { lockStateError } from '../lock-state';
-import { CommandArg, isNoScript, LuaScript, ScriptRunner } from '../lua-script';
+import { runBoundedScript } from '../bounded-script';
+import { CommandArg, LuaScript, ScriptRunner } from '../lua-script';
 import { createRedisConnection, RedisClient } from '../redis-connection';
 
 /**
@@ -34,13 +34,7 @@ export class RedlockNode {
   }
 
   run<T = unknown>(script: LuaScript, operation: string, keys: LockRedisKeys, args: CommandArg[], parse?: (reply: unknown) => T): Promise<T> {
-    return this.deadlines.bound(
-      operation,
-      (attempt) => this.scripts.run(script, args, attempt),
-      parse,
-      isNoScript,
-      (error) => lockStateError(keys, operation, error),
-    );
+    return runBoundedScript(this.deadlines, this.scripts, script, operation, keys, args, parse);
   }
 
   exists(key: string): Promise<boolean> {

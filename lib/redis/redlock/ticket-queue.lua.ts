@@ -1,4 +1,4 @@
-import { FENCE_RETENTION_MS, STALE_WAITERS_PER_CALL } from '../scripts/lua-functions';
+import { FENCE_RETENTION_MS, handOverFunction, STALE_WAITERS_PER_CALL } from '../scripts/lua-functions';
 
 /**
  * The Redlock mode's waiting queue, per node: a sorted set of waiting tokens scored by the *ticket*
@@ -12,7 +12,7 @@ import { FENCE_RETENTION_MS, STALE_WAITERS_PER_CALL } from '../scripts/lua-funct
  */
 export const TICKET_QUEUE_FUNCTIONS = `
 local STALE_WAITERS_PER_CALL = ${STALE_WAITERS_PER_CALL}
-
+${handOverFunction('PUBLISH')}
 local function now_ms_of(clock)
   return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 end
@@ -65,17 +65,7 @@ local function hand_to_head(lock, fence_key, queue, waiters, channel_prefix, pro
     local place_until = place_until_of(waiters, waiter)
     redis.call('ZREM', queue, waiter)
     redis.call('ZREM', waiters, waiter)
-    local service, wanted = string.match(waiter, '^([^.]+)%.(%d+)%.')
-    if service and place_until > now_ms then
-      local place_left = place_until - now_ms
-      local px = math.min(tonumber(wanted), place_left)
-      redis.call('SET', lock, waiter, 'PX', px)
-      local fence = next_fence(fence_key, last_fence, clock)
-      redis.call('PUBLISH', channel_prefix .. service,
-        waiter .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', px) .. ' ' ..
-        string.format('%.0f', place_left) .. ' ' .. lock)
-      return 'granted'
-    end
+    if hand_over(lock, fence_key, channel_prefix, waiter, place_until, now_ms, clock, last_fence) then return 'granted' end
   end
   if redis.call('ZCARD', queue) > 0 then return 'purging' end
   return 'empty'

@@ -71,10 +71,36 @@ end
  */
 export type PublishCommand = 'PUBLISH' | 'SPUBLISH';
 
+/**
+ * `hand_over`: gives the lock to one dequeued waiter whose place is still live and tells that waiter,
+ * on its own service's channel only; false (nothing written) for a stale or foreign entry. Shared by
+ * the single-node queue (below) and the Redlock ticket queue. Defined after FENCE_FUNCTIONS.
+ */
+export const handOverFunction = (publish: PublishCommand): string => `
+-- A waiter's token is <service>.<ttl>.<random>. The handed-over lease runs until the waiter's place
+-- would have lapsed (at most its ttl), so a waiter that died since it last refreshed blocks the key
+-- no longer than it would have blocked the queue; a live one renews at once.
+-- The message, <token> <fence> <lease ms> <place ms left> <lock key>, names the key it is about (one
+-- token serves every key of a multi-key lock), and its place left lets the waiter count the lease
+-- from the handover rather than from its last refresh.
+local function hand_over(lock, fence_key, channel_prefix, waiter, place_until, now_ms, clock, last_fence)
+  local service, wanted = string.match(waiter, '^([^.]+)%.(%d+)%.')
+  if not service or place_until <= now_ms then return false end
+  local place_left = place_until - now_ms
+  local px = math.min(tonumber(wanted), place_left)
+  redis.call('SET', lock, waiter, 'PX', px)
+  local fence = next_fence(fence_key, last_fence, clock)
+  redis.call('${publish}', channel_prefix .. service,
+    waiter .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', px) .. ' ' ..
+    string.format('%.0f', place_left) .. ' ' .. lock)
+  return true
+end
+`;
+
 /** Who waits, for how long, and who gets the lock next: only the contended paths define these. */
 export const queueFunctions = (publish: PublishCommand): string => `
 local STALE_WAITERS_PER_CALL = ${STALE_WAITERS_PER_CALL}
-
+${handOverFunction(publish)}
 -- Milliseconds on the server clock: lease math never uses a client clock.
 local function now_ms_of(clock)
   return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -102,14 +128,8 @@ local function any_live_waiter(waiters, now_ms)
   return #redis.call('ZRANGEBYSCORE', waiters, string.format('(%.0f', now_ms), '+inf', 'LIMIT', 0, 1) > 0
 end
 
--- Hands the lock (free, or ours and being given up) straight to the first live waiter and tells
--- that one waiter, on its own service's channel only: the lock never sits free between holders.
--- A waiter's token is <service>.<ttl>.<random>. The handed-over lease runs until the waiter's place
--- would have lapsed (at most its ttl), so a waiter that died since it last refreshed blocks the key
--- no longer than it would have blocked the queue; a live one renews at once.
--- The message, <token> <fence> <lease ms> <place ms left> <lock key>, names the key it is about (one
--- token serves every key of a multi-key lock), and its place left lets the waiter count the lease
--- from the handover rather than from its last refresh.
+-- Hands the lock (free, or ours and being given up) straight to the first live waiter (see
+-- hand_over): the lock never sits free between holders.
 -- Returns 'granted', 'empty', or 'purging' (only stale entries seen, and more are queued).
 -- grant_to_queued is the same for a caller that has just seen the queue is not empty.
 local function grant_to_queued(lock, fence_key, queue, waiters, channel_prefix)
@@ -121,17 +141,7 @@ local function grant_to_queued(lock, fence_key, queue, waiters, channel_prefix)
     if not waiter then return 'empty' end
     local place_until = place_until_of(waiters, waiter)
     redis.call('ZREM', waiters, waiter)
-    local service, wanted = string.match(waiter, '^([^.]+)%.(%d+)%.')
-    if service and place_until > now_ms then
-      local place_left = place_until - now_ms
-      local px = math.min(tonumber(wanted), place_left)
-      redis.call('SET', lock, waiter, 'PX', px)
-      local fence = next_fence(fence_key, last_fence, clock)
-      redis.call('${publish}', channel_prefix .. service,
-        waiter .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', px) .. ' ' ..
-        string.format('%.0f', place_left) .. ' ' .. lock)
-      return 'granted'
-    end
+    if hand_over(lock, fence_key, channel_prefix, waiter, place_until, now_ms, clock, last_fence) then return 'granted' end
   end
   if redis.call('LLEN', queue) > 0 then return 'purging' end
   return 'empty'
