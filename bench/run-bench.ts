@@ -14,6 +14,7 @@ import { redisServerVersion } from './measure/bench-server';
 import { nowMs } from './measure/clock';
 import { HandoverFloorResult, runHandoverFloor } from './measure/handover-floor';
 import { idleRedisCpuUsPerSec } from './measure/idle-redis-cpu';
+import { interleavedRounds } from './measure/interleaved';
 import { installRoundTripCounter } from './measure/round-trips';
 import type { BenchResults } from './report/bench-results';
 import { renderTable } from './report/format';
@@ -48,20 +49,8 @@ const HANDOVER_FLOOR_MIN_SECTION_MS = 20;
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
-/**
- * Rounds interleaved across libraries, starting with a different library each round, so drift and
- * noise hit all alike. Each library's list is in round order: index r of every library is round r.
- */
-async function interleaved<T>(rounds: number, run: (adapter: LockAdapter) => Promise<T>): Promise<Record<string, T[]>> {
-  const byLib: Record<string, T[]> = Object.fromEntries(ADAPTERS.map((a) => [a.name, [] as T[]]));
-  for (let round = 0; round < rounds; round++) {
-    for (let i = 0; i < ADAPTERS.length; i++) {
-      const adapter = ADAPTERS[(i + round) % ADAPTERS.length];
-      byLib[adapter.name].push(await run(adapter));
-    }
-  }
-  return byLib;
-}
+/** Rounds of `run` over every library, interleaved (see interleavedRounds). */
+const interleaved = <T>(rounds: number, run: (adapter: LockAdapter) => Promise<T>) => interleavedRounds(ADAPTERS, rounds, run);
 
 /** The multi-node (Redlock) section: runs, prints its table and targets, returns its results.md section. */
 async function multiNode(quick: boolean): Promise<{ markdown: string; overlaps: number }> {

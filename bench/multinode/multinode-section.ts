@@ -1,4 +1,5 @@
 import { freshNodes } from '../measure/bench-server';
+import { interleavedRounds } from '../measure/interleaved';
 import { fmt, fmtMs, fmtPct, renderTable, Table } from '../report/format';
 import { mergeContendedRepeats, runContended, ContendedResult } from '../workloads/contended.workload';
 import { runParallelRound, summarizeParallel, ParallelResult } from '../workloads/parallel-distinct.workload';
@@ -46,33 +47,21 @@ export interface MultiNodeCheck {
   pass: boolean | undefined;
 }
 
-/** Rounds interleaved across libraries, each starting with a different one (as in the single-node section). */
-async function interleaved<T>(adapters: MultiNodeAdapter[], rounds: number, run: (a: MultiNodeAdapter) => Promise<T>): Promise<Record<string, T[]>> {
-  const byLib: Record<string, T[]> = Object.fromEntries(adapters.map((a) => [a.name, [] as T[]]));
-  for (let round = 0; round < rounds; round++) {
-    for (let i = 0; i < adapters.length; i++) {
-      const adapter = adapters[(i + round) % adapters.length];
-      byLib[adapter.name].push(await run(adapter));
-    }
-  }
-  return byLib;
-}
-
 /** Runs workloads a, b and c of the single-node section against `config.nodes` fresh, independent redis-servers. */
 export async function runMultiNodeSection(config: MultiNodeConfig, log: (line: string) => void): Promise<MultiNodeResults> {
   const adapters = multiNodeAdapters();
   const nodes = freshNodes(config.nodes);
   const { rounds: sRounds, cyclesPerRound } = config.sequential;
   log(`(m) ${config.nodes} nodes, sequential: ${sRounds} rounds × ${cyclesPerRound} cycles per library…`);
-  const seq = await interleaved(adapters, sRounds, (a) => runSequentialRound(a, cyclesPerRound, nodes));
+  const seq = await interleavedRounds(adapters, sRounds, (a) => runSequentialRound(a, cyclesPerRound, nodes));
   const { rounds: pRounds, opsPerRound, inFlight } = config.parallel;
   log(`(m) ${config.nodes} nodes, ${inFlight} in flight: ${pRounds} rounds × ${opsPerRound} ops per library…`);
-  const par = await interleaved(adapters, pRounds, (a) => runParallelRound(a, opsPerRound, inFlight, nodes));
+  const par = await interleavedRounds(adapters, pRounds, (a) => runParallelRound(a, opsPerRound, inFlight, nodes));
   const { workers, sectionMs, durationMs, repeats } = config.contended;
   log(
     `(m) ${config.nodes} nodes, ${workers} workers on one key, ${sectionMs} ms section: ${repeats} × ${durationMs / repeats / 1000} s per library…`,
   );
-  const con = await interleaved(adapters, repeats, async (a) => {
+  const con = await interleavedRounds(adapters, repeats, async (a) => {
     a.resetSplitVotes();
     const result = await runContended(a, workers, sectionMs, durationMs / repeats, nodes);
     return { result, splitVotes: a.splitVotes() };

@@ -1,4 +1,4 @@
-import { FENCE_RETENTION_MS, handOverFunction, STALE_WAITERS_PER_CALL } from '../scripts/lua-functions';
+import { FENCE_RETENTION_MS, handOverFunction, PLACE_FUNCTIONS, STALE_WAITERS_PER_CALL } from '../scripts/lua-functions';
 
 /**
  * The Redlock mode's waiting queue, per node: a sorted set of waiting tokens scored by the *ticket*
@@ -12,16 +12,7 @@ import { FENCE_RETENTION_MS, handOverFunction, STALE_WAITERS_PER_CALL } from '..
  */
 export const TICKET_QUEUE_FUNCTIONS = `
 local STALE_WAITERS_PER_CALL = ${STALE_WAITERS_PER_CALL}
-${handOverFunction('PUBLISH')}
-local function now_ms_of(clock)
-  return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-end
-
--- Until when (server ms) a queued token keeps its place; 0 when it has none.
-local function place_until_of(waiters, token)
-  return tonumber(redis.call('ZSCORE', waiters, token) or '0')
-end
-
+${handOverFunction('PUBLISH')}${PLACE_FUNCTIONS}
 -- Drops waiters whose place lapsed (crashed, paused, gave up unseen), a bounded run per call.
 local function drop_stale(queue, waiters, now_ms)
   local stale = redis.call('ZRANGEBYSCORE', waiters, '-inf', string.format('%.0f', now_ms), 'LIMIT', 0, STALE_WAITERS_PER_CALL)

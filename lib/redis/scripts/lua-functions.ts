@@ -71,6 +71,19 @@ end
  */
 export type PublishCommand = 'PUBLISH' | 'SPUBLISH';
 
+/** The server clock in ms and a waiter's place: shared by the single-node queue and the Redlock ticket queue. */
+export const PLACE_FUNCTIONS = `
+-- Milliseconds on the server clock: lease math never uses a client clock.
+local function now_ms_of(clock)
+  return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+end
+
+-- Until when (server ms) a queued token keeps its place; 0 when it has none.
+local function place_until_of(waiters, token)
+  return tonumber(redis.call('ZSCORE', waiters, token) or '0')
+end
+`;
+
 /**
  * `hand_over`: gives the lock to one dequeued waiter whose place is still live and tells that waiter,
  * on its own service's channel only; false (nothing written) for a stale or foreign entry. Shared by
@@ -100,17 +113,7 @@ end
 /** Who waits, for how long, and who gets the lock next: only the contended paths define these. */
 export const queueFunctions = (publish: PublishCommand): string => `
 local STALE_WAITERS_PER_CALL = ${STALE_WAITERS_PER_CALL}
-${handOverFunction(publish)}
--- Milliseconds on the server clock: lease math never uses a client clock.
-local function now_ms_of(clock)
-  return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-end
-
--- Until when (server ms) a queued token keeps its place; 0 when it has none.
-local function place_until_of(waiters, token)
-  return tonumber(redis.call('ZSCORE', waiters, token) or '0')
-end
-
+${handOverFunction(publish)}${PLACE_FUNCTIONS}
 -- Drops queue heads whose place lapsed (they stopped refreshing it: crashed, paused, gave up
 -- unseen), at most STALE_WAITERS_PER_CALL, stopping at \`keep\`. Returns the new head (or false).
 local function drop_stale_heads(queue, waiters, head, keep, now_ms)
