@@ -16,7 +16,8 @@ export type AcquireReply =
   | { acquired: true; fence: number; validFor: number }
   /**
    * `holderTtl`: the holder's remaining lease in ms, or -1 "free but promised to a live waiter ahead",
-   * -3 "free, stale waiters ahead still being dropped: ask again at once". `position`: 0 head of the
+   * -3 "free, stale waiters ahead still being dropped: ask again at once", -4 "no owner holds a
+   * majority (Redlock: nodes held by different owners, or not voting yet): ask again soon". `position`: 0 head of the
    * queue, 1 behind it, -1 not queued. `lastFence`: the key's last fencing token when the attempt ran
    * (see waitForTurn: it dates the attempt against a handover).
    */

@@ -66,6 +66,22 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     expect(fences.map(Number)).toEqual([tokens[19], tokens[19], tokens[19]]);
   });
 
+  it('no owner holds a majority: busy with holderTtl -4 saying so, and the one node it got is given back', async () => {
+    const a = await makeService('rbs:');
+    // Two other owners hold one node each (written directly); the third node is free.
+    await direct[0].set('rbs:{k}', 'other1.3000.x', 'PX', 5_000);
+    await direct[1].set('rbs:{k}', 'other2.3000.y', 'PX', 5_000);
+    const attempt = a.acquire('k', { onBusy: 'throw' });
+    await expect(attempt).rejects.toBeInstanceOf(LockBusyError);
+    const error = (await attempt.catch((e: unknown) => e)) as LockBusyError;
+    expect(error.holderTtl).toBe(-4);
+    expect(error.message).toMatch(/no owner holds a majority of the nodes/);
+    expect(storeOf(a).votes.splitVotes).toBe(1);
+    // The grant of node 2 went back (owner-checked), so it does not sit there for the whole ttl.
+    for (let i = 0; i < 50 && (await direct[2].exists('rbs:{k}')) === 1; i++) await sleep(10);
+    expect(await direct[2].exists('rbs:{k}')).toBe(0);
+  });
+
   it('acquire, busy, release, extend, withLock, isLocked: the lock is on every node and tokens increase', async () => {
     const a = await makeService('rb1:');
     const b = await makeService('rb1:');

@@ -122,6 +122,8 @@ function dropStaleHandover(listener: HandoverListener, lastBusyFence: number): b
 const PROMISED_TO_WAITER_AHEAD = -1;
 /** Holder pttl in a busy reply: free, and the stale waiters ahead of us are not all dropped yet. */
 const PURGING_STALE_WAITERS = -3;
+/** holderTtl of a busy reply: no owner holds a majority of the nodes (Redlock); settles within moments. */
+const NO_MAJORITY = -4;
 /** How often (per waiterLease) a waiter looks at a free lock promised to a waiter ahead of it. */
 const PROMISED_POLLS_PER_LEASE = 30;
 /** Waiters refresh their place this many times per waiterLease, so one missed refresh does not forfeit it. */
@@ -146,7 +148,10 @@ function nextDelay(
   const refresh = Math.floor(waiterLease / REFRESHES_PER_LEASE) * (1 - REFRESH_JITTER + Math.random() * REFRESH_JITTER);
   // Free, but promised to a waiter ahead of us: it takes the lock within moments if it is alive, or
   // its place lapses within waiterLease if it died; look again soon rather than a refresh later.
-  if (holderTtl === PROMISED_TO_WAITER_AHEAD) return Math.min(refresh, Math.max(1, Math.floor(waiterLease / PROMISED_POLLS_PER_LEASE)));
+  // No majority for anyone yet (Redlock): the same, the vote settles within moments.
+  if (holderTtl === PROMISED_TO_WAITER_AHEAD || holderTtl === NO_MAJORITY) {
+    return Math.min(refresh, Math.max(1, Math.floor(waiterLease / PROMISED_POLLS_PER_LEASE)));
+  }
   // Wake when the holder's lease would end, in case the holder (or a waiter it was handed to) died.
   const untilHolderExpiry = holderTtl > 0 ? holderTtl + 1 : Infinity;
   if (subscribed) return Math.min(refresh, untilHolderExpiry);

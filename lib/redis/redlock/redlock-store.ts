@@ -176,20 +176,25 @@ export class RedlockStore implements LockStore {
     }
   }
 
-  private busyReply(votes: ReadonlyArray<Vote<NodeAcquire> | undefined>, soon: boolean): AcquireReply {
+  /**
+   * The busy answer of an attempt without a majority for us: the shortest lease a busy node reported;
+   * -1 when a node has the lock promised to a waiter ahead; -4 when no single owner holds a majority
+   * (`split`: part of the vote is ours or another waiter's, or nodes did not vote), ask again soon.
+   */
+  private busyReply(votes: ReadonlyArray<Vote<NodeAcquire> | undefined>, split: boolean): AcquireReply {
     let holderTtl = Infinity;
+    let promised = false;
     let position = -1;
     let lastFence = 0;
     for (const v of votes) {
       if (!v?.ok || v.value.kind !== 'busy') continue;
       const r = v.value;
       if (r.holderTtl > 0) holderTtl = Math.min(holderTtl, r.holderTtl);
-      else soon = true;
+      else promised = true;
       if (r.position >= 0) position = position < 0 ? r.position : Math.min(position, r.position);
       lastFence = Math.max(lastFence, r.lastFence);
     }
-    // No majority either way: part of the vote is another waiter's, or free with a waiter ahead: ask again soon.
-    return { acquired: false, holderTtl: soon || holderTtl === Infinity ? -1 : holderTtl, position, lastFence };
+    return { acquired: false, holderTtl: split ? NO_MAJORITY : promised || holderTtl === Infinity ? -1 : holderTtl, position, lastFence };
   }
 
   private tooFewVotes(
@@ -350,6 +355,9 @@ function nodeAcquire(raw: unknown): NodeAcquire {
     holder: String(reply[4] ?? ''),
   };
 }
+
+/** AcquireReply holderTtl: no owner holds a majority of the nodes (see LockStore). */
+const NO_MAJORITY = -4;
 
 const isOurs = (r: NodeAcquire): boolean => r.kind === 'ours';
 const isBusy = (r: NodeAcquire): boolean => r.kind === 'busy';
