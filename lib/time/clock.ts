@@ -5,3 +5,9 @@
  * tests on the testing module can move leases with `jest.advanceTimersByTimeAsync`.
  */
 export const monotonicNow = (): number => performance.now();
+
+/**
+ * Wall-clock microseconds (`performance.timeOrigin + now`): only for values other processes compare
+ * loosely (Redlock tickets and fencing-token proposals), never for a lease.
+ */
+export const wallClockMicros = (): number => Math.floor((performance.timeOrigin + performance.now()) * 1000);

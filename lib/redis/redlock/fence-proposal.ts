@@ -1,3 +1,5 @@
+import { wallClockMicros } from '../../time/clock';
+
 /**
  * How far ahead of this client's clock its fencing-token proposal runs (µs). Each node issues
  * max(proposal, its clock in µs, its last token + 1): when the proposal is the largest on every
@@ -13,5 +15,5 @@ const PROPOSAL_LEAD_US = 1_000_000;
  * is saved.
  */
 export function fenceProposal(): string {
-  return String(Math.floor((performance.timeOrigin + performance.now()) * 1000) + PROPOSAL_LEAD_US);
+  return String(wallClockMicros() + PROPOSAL_LEAD_US);
 }

@@ -1,4 +1,4 @@
-import { monotonicNow } from '../../time/clock';
+import { monotonicNow, wallClockMicros } from '../../time/clock';
 
 /** An acquisition that did not end cleanly (its caller vanished) loses its ticket after this long. */
 const TICKET_MAX_AGE_MS = 10 * 60_000;
@@ -32,8 +32,7 @@ export class RedlockTickets {
 
   /** Strictly increasing within this process: two acquisitions of one client never tie. */
   private nextMicros(): number {
-    const micros = Math.floor((performance.timeOrigin + performance.now()) * 1000);
-    this.lastMicros = Math.max(micros, this.lastMicros + 1);
+    this.lastMicros = Math.max(wallClockMicros(), this.lastMicros + 1);
     return this.lastMicros;
   }
 
