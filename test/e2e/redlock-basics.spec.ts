@@ -71,12 +71,21 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     // Two other owners hold one node each (written directly); the third node is free.
     await direct[0].set('rbs:{k}', 'other1.3000.x', 'PX', 5_000);
     await direct[1].set('rbs:{k}', 'other2.3000.y', 'PX', 5_000);
-    const attempt = a.acquire('k', { onBusy: 'throw' });
-    await expect(attempt).rejects.toBeInstanceOf(LockBusyError);
-    const error = (await attempt.catch((e: unknown) => e)) as LockBusyError;
-    expect(error.holderTtl).toBe(-4);
-    expect(error.message).toMatch(/no owner holds a majority of the nodes/);
-    expect(storeOf(a).votes.splitVotes).toBe(1);
+    // The free node answers first, so the attempt holds part of the vote when the busy majority comes in
+    // (answered first, two busy nodes would decide "busy" before the free node's grant is counted).
+    nodes.proxies[0].setDelay(50);
+    nodes.proxies[1].setDelay(50);
+    try {
+      const attempt = a.acquire('k', { onBusy: 'throw' });
+      await expect(attempt).rejects.toBeInstanceOf(LockBusyError);
+      const error = (await attempt.catch((e: unknown) => e)) as LockBusyError;
+      expect(error.holderTtl).toBe(-4);
+      expect(error.message).toMatch(/no owner holds a majority of the nodes/);
+      expect(storeOf(a).votes.splitVotes).toBe(1);
+    } finally {
+      nodes.proxies[0].setDelay(0);
+      nodes.proxies[1].setDelay(0);
+    }
     // The grant of node 2 went back (owner-checked), so it does not sit there for the whole ttl.
     for (let i = 0; i < 50 && (await direct[2].exists('rbs:{k}')) === 1; i++) await sleep(10);
     expect(await direct[2].exists('rbs:{k}')).toBe(0);
