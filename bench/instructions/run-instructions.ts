@@ -32,23 +32,36 @@ interface Variant {
   release: string;
 }
 
+/** An acquire script that runs `steps` between taking the lock and replying with a server-clock token. */
+const scriptedAcquire = (before: string, steps: string, token: string): string =>
+  `${before} if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then ${steps} return {1, ${token}, ARGV[2]} end return {0}`;
+/** The token as the library builds it: the TIME reply's seconds and zero-padded microseconds, as text. */
+const CLOCK_TOKEN = `local c = redis.call('TIME') local t = c[1] .. string.sub('00000' .. c[2], -6)`;
+
+/** Each variant adds one step of the library's uncontended cycle to the one before it. */
 const VARIANTS: Variant[] = [
   { name: 'raw floor', what: 'SET NX PX, then compare-and-delete script (GET, DEL)', release: COMPARE_AND_DELETE },
   {
     name: 'any scripted acquire',
     what: 'script (SET NX PX), then compare-and-delete script: the least a script acquire costs',
-    acquire: `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, 0, tonumber(ARGV[2])} end return {0}`,
+    acquire: scriptedAcquire('', '', '0'),
     release: COMPARE_AND_DELETE,
   },
   {
-    name: '+ server-time token',
-    what: 'the same with TIME read for a token (not stored)',
-    acquire: `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then local c = redis.call('TIME') return {1, tonumber(c[1]) * 1000000 + tonumber(c[2]), tonumber(ARGV[2])} end return {0}`,
+    name: '+ server-clock token',
+    what: 'the same, replying TIME as a token (not kept)',
+    acquire: scriptedAcquire('', CLOCK_TOKEN, 't'),
+    release: COMPARE_AND_DELETE,
+  },
+  {
+    name: '+ last token kept',
+    what: 'GET fence before, SET fence PX 1 h after: the token stays above the last across clock steps',
+    acquire: scriptedAcquire(`local last = redis.call('GET', KEYS[2])`, `${CLOCK_TOKEN} redis.call('SET', KEYS[2], t, 'PX', 3600000)`, 't'),
     release: COMPARE_AND_DELETE,
   },
   {
     name: 'ours',
-    what: 'the library: acquire script (GET fence, LINDEX, SET NX PX, TIME, SET fence), release script (GET, LLEN, DEL)',
+    what: 'the library: acquire script (GET fence and its check, EXISTS queue, SET NX PX, TIME, SET fence), release script (GET, LLEN, DEL)',
     acquire: LOCK_SCRIPTS.acquire.lua,
     release: LOCK_SCRIPTS.release.lua,
   },

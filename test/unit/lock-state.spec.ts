@@ -32,6 +32,7 @@ describe('corrupt lock state', () => {
     ['infinity', 'inf'],
     ['a negative number', '-5'],
     ['a fraction', '12.5'],
+    ['leading zeros (tokens are compared as text)', '0123'],
   ])('a fencing-token key holding %s: LockStateError naming the key, nothing written', async (_what, value) => {
     const service = await make();
     await client.set('ls:{k}:f', value);

@@ -21,9 +21,7 @@ export const REDLOCK_ACQUIRE_SCRIPT =
   FENCE_FUNCTIONS +
   `
 local token, ttl, ticket, recovery = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local last_fence = last_fence_of(KEYS[2])
--- next_fence issues max(clock, floor + 1): a floor of proposal - 1 makes that max(clock, last + 1, proposal).
-local fence_floor = math.max(last_fence, tonumber(ARGV[5]) - 1)
+local last_fence, proposal = last_fence_of(KEYS[2]), ARGV[5]
 local clock = redis.call('TIME')
 local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 if recovery > 0 then
@@ -38,7 +36,7 @@ end
 -- The common path, before the queue's functions are even defined: nobody queued (no queue key, so
 -- no waiter entry either: both expire together) and the lock free (SET NX answers and takes it).
 if redis.call('EXISTS', KEYS[3]) == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
-  return {1, next_fence(KEYS[2], fence_floor, clock), tonumber(ttl)}
+  return {1, next_fence(KEYS[2], last_fence, clock, proposal), ttl}
 end
 ` +
   TICKET_QUEUE_FUNCTIONS +
@@ -68,7 +66,7 @@ else
     redis.call('SET', KEYS[1], token, 'PX', ttl)
     redis.call('ZREM', KEYS[3], token)
     redis.call('ZREM', KEYS[4], token)
-    return {1, next_fence(KEYS[2], fence_floor, clock), tonumber(ttl)}
+    return {1, next_fence(KEYS[2], last_fence, clock, proposal), ttl}
   end
 end
 local holder_seen = holder or ''
@@ -142,7 +140,7 @@ export const REDLOCK_RAISE_FENCE_SCRIPT =
   FENCE_FUNCTIONS +
   `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-if last_fence_of(KEYS[2]) < tonumber(ARGV[2]) then
+if fence_above(ARGV[2], last_fence_of(KEYS[2])) then
   redis.call('SET', KEYS[2], ARGV[2], 'PX', ${RAISED_FENCE_RETENTION_MS})
 end
 return 1

@@ -47,7 +47,7 @@ end
 -- \`proposal\`: the releaser's fence proposal (fence-proposal.ts), so every node hands over with one token.
 -- Returns 'granted', 'empty', or 'purging' (only stale entries seen, and more are queued).
 local function hand_to_head(lock, fence_key, queue, waiters, channel_prefix, proposal)
-  local last_fence = math.max(last_fence_of(fence_key), tonumber(proposal) - 1)
+  local last_fence = last_fence_of(fence_key)
   local clock = redis.call('TIME')
   local now_ms = now_ms_of(clock)
   for _ = 1, STALE_WAITERS_PER_CALL do
@@ -56,7 +56,7 @@ local function hand_to_head(lock, fence_key, queue, waiters, channel_prefix, pro
     local place_until = place_until_of(waiters, waiter)
     redis.call('ZREM', queue, waiter)
     redis.call('ZREM', waiters, waiter)
-    if hand_over(lock, fence_key, channel_prefix, waiter, place_until, now_ms, clock, last_fence) then return 'granted' end
+    if hand_over(lock, fence_key, channel_prefix, waiter, place_until, now_ms, clock, last_fence, proposal) then return 'granted' end
   end
   if redis.call('ZCARD', queue) > 0 then return 'purging' end
   return 'empty'

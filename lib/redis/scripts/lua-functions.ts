@@ -38,28 +38,39 @@ export const LOCK_STATE_ERROR_PREFIX = 'LOCKSTATE';
  * 7 µs of Redis CPU, a third of its script time (measured, docs/benchmark.md).
  */
 export const FENCE_FUNCTIONS = `
--- The key's last fencing token (0 when none). A value that is not a decimal integer below 2^53 was
--- not written by this library: refuse, before anything is written, rather than hand out a token
--- that does not increase.
+-- The key's last fencing token, as the decimal text it is stored as ('0' when none). A value that is
+-- not a decimal integer below 2^53 without leading zeros was not written by this library: refuse,
+-- before anything is written, rather than hand out a token that does not increase.
 local function last_fence_of(fence_key)
   local raw = redis.call('GET', fence_key)
-  if not raw then return 0 end
-  if not string.match(raw, '^%d+$') or string.len(raw) > 16 or tonumber(raw) > ${MAX_LAST_FENCE} then
+  if not raw then return '0' end
+  if #raw > 16 or not string.match(raw, '^[1-9]%d*$') or (#raw == 16 and raw > '${MAX_LAST_FENCE}') then
     error({err = '${LOCK_STATE_ERROR_PREFIX} fence ' .. string.sub(raw, 1, 40)})
   end
-  return tonumber(raw)
+  return raw
 end
 
--- The next fencing token: the server time in microseconds, or last + 1 when that is not above it
--- (two grants in one microsecond, a clock stepped back). A plain counter would be rolled back by a
--- failover to a replica that missed the last grants, a restart without persistence or an eviction,
--- and hand out a token an earlier holder already has; the clock is above every earlier token as long
--- as the server clock (after a failover: the new primary's) is not behind the old one by more than
--- the time between the lost grant and the next. Exact until the year 2255.
-local function next_fence(fence_key, last, clock)
-  local fence = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-  if fence <= last then fence = last + 1 end
-  redis.call('SET', fence_key, string.format('%.0f', fence), 'PX', ${FENCE_RETENTION_MS})
+-- Whether token text a is above b. Tokens stay text from TIME to the reply: converting costs the
+-- server more than the rest of the fence code (tonumber about 2,000 instructions, string.format
+-- about 9,000; npm run bench:instructions). Neither has leading zeros, so the longer is the larger,
+-- and text of one length compares as its number.
+local function fence_above(a, b)
+  if #a ~= #b then return #a > #b end
+  return a > b
+end
+
+-- The next fencing token: the server time in microseconds (raised to \`proposal\` when given: the
+-- Redlock mode's, fence-proposal.ts), or last + 1 when that is not above the last (two grants in one
+-- microsecond, a clock stepped back). A plain counter would be rolled back by a failover to a replica
+-- that missed the last grants, a restart without persistence or an eviction, and hand out a token an
+-- earlier holder already has; the clock is above every earlier token as long as the server clock
+-- (after a failover: the new primary's) is not behind the old one by more than the time between the
+-- lost grant and the next. 16 digits (exact as a double) until the year 2255.
+local function next_fence(fence_key, last, clock, proposal)
+  local fence = clock[1] .. string.sub('00000' .. clock[2], -6)
+  if proposal and fence_above(proposal, fence) then fence = proposal end
+  if not fence_above(fence, last) then fence = string.format('%.0f', tonumber(last) + 1) end
+  redis.call('SET', fence_key, fence, 'PX', ${FENCE_RETENTION_MS})
   return fence
 end
 `;
@@ -96,15 +107,15 @@ export const handOverFunction = (publish: PublishCommand): string => `
 -- The message, <token> <fence> <lease ms> <place ms left> <lock key>, names the key it is about (one
 -- token serves every key of a multi-key lock), and its place left lets the waiter count the lease
 -- from the handover rather than from its last refresh.
-local function hand_over(lock, fence_key, channel_prefix, waiter, place_until, now_ms, clock, last_fence)
+local function hand_over(lock, fence_key, channel_prefix, waiter, place_until, now_ms, clock, last_fence, proposal)
   local service, wanted = string.match(waiter, '^([^.]+)%.(%d+)%.')
   if not service or place_until <= now_ms then return false end
   local place_left = place_until - now_ms
   local px = math.min(tonumber(wanted), place_left)
   redis.call('SET', lock, waiter, 'PX', px)
-  local fence = next_fence(fence_key, last_fence, clock)
+  local fence = next_fence(fence_key, last_fence, clock, proposal)
   redis.call('${publish}', channel_prefix .. service,
-    waiter .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', px) .. ' ' ..
+    waiter .. ' ' .. fence .. ' ' .. string.format('%.0f', px) .. ' ' ..
     string.format('%.0f', place_left) .. ' ' .. lock)
   return true
 end
