@@ -20,7 +20,7 @@ import { RAISED_FENCE_RETENTION_MS, TICKET_QUEUE_FUNCTIONS } from './ticket-queu
 export const REDLOCK_ACQUIRE_SCRIPT =
   FENCE_FUNCTIONS +
   `
-local token, ttl, ticket, recovery = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local token, ttl, recovery = ARGV[1], ARGV[2], tonumber(ARGV[4])
 local last_fence, proposal = last_fence_of(KEYS[2]), ARGV[5]
 local clock = redis.call('TIME')
 local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -62,7 +62,7 @@ else
   end
   if head and head ~= token and place_until_of(KEYS[4], head) <= now_ms then
     pttl = -3
-  elseif not head or head == token or ahead_of(KEYS[3], ticket, token, head) then
+  elseif not head or head == token or ahead_of(KEYS[3], tonumber(ARGV[3]), token, head) then
     redis.call('SET', KEYS[1], token, 'PX', ttl)
     redis.call('ZREM', KEYS[3], token)
     redis.call('ZREM', KEYS[4], token)
