@@ -111,12 +111,14 @@ local function hand_over(lock, fence_key, channel_prefix, waiter, place_until, n
   local service, wanted = string.match(waiter, '^([^.]+)%.(%d+)%.')
   if not service or place_until <= now_ms then return false end
   local place_left = place_until - now_ms
+  -- Both at most a ttl (below 2^31 ms, options/limits.ts): '%d' is exact even where a C long has 32
+  -- bits, and costs the server half what '%.0f' does.
   local px = math.min(tonumber(wanted), place_left)
   redis.call('SET', lock, waiter, 'PX', px)
   local fence = next_fence(fence_key, last_fence, clock, proposal)
   redis.call('${publish}', channel_prefix .. service,
-    waiter .. ' ' .. fence .. ' ' .. string.format('%.0f', px) .. ' ' ..
-    string.format('%.0f', place_left) .. ' ' .. lock)
+    waiter .. ' ' .. fence .. ' ' .. string.format('%d', px) .. ' ' ..
+    string.format('%d', place_left) .. ' ' .. lock)
   return true
 end
 `;
