@@ -91,6 +91,54 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     expect(await direct[2].exists('rbs:{k}')).toBe(0);
   });
 
+  it('a busy majority decides before a slow node answers: its late busy answer costs no give-back, a late grant is given back', async () => {
+    const a = await makeService('rbl:');
+    const b = await makeService('rbl:');
+    const scriptCallsPerNode = async () =>
+      Promise.all(
+        direct.map(async (c) =>
+          [...(await c.info('commandstats')).matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((m, match) => m + Number(match[1]), 0),
+        ),
+      );
+    await (await b.acquire('warm')).release(); // scripts cached on every node for b
+    const held = await a.acquire('k');
+    nodes.proxies[2].setDelay(80);
+    try {
+      const before = await scriptCallsPerNode();
+      const attempt = b.acquire('k', { onBusy: 'throw' }).catch((e: unknown) => e);
+      expect(await attempt).toBeInstanceOf(LockBusyError);
+      await sleep(250); // node 2's late (busy) answer arrives
+      const sent = (await scriptCallsPerNode()).map((n, i) => n - before[i]);
+      // One acquire script per node and nothing else: busy nodes wrote nothing to give back. (The old
+      // code gave the attempt back on all three nodes whenever one had not answered yet: 2 per node.)
+      expect(sent).toEqual([1, 1, 1]);
+    } finally {
+      nodes.proxies[2].setDelay(0);
+      await held.release();
+    }
+
+    // Another owner holds nodes 0 and 1; node 2 is free but slow: it grants b after b decided "busy".
+    await direct[0].set('rbl:{g}', 'other.3000.x', 'PX', 5_000);
+    await direct[1].set('rbl:{g}', 'other.3000.x', 'PX', 5_000);
+    nodes.proxies[2].setDelay(80);
+    try {
+      expect(await b.acquire('g', { onBusy: 'throw' }).catch((e: unknown) => e)).toBeInstanceOf(LockBusyError);
+      // The late grant happened (the fault), and went back once b heard of it.
+      let granted = false;
+      for (let i = 0; i < 100; i++) {
+        const holder = await direct[2].get('rbl:{g}');
+        if (holder !== null) granted = true;
+        if (granted && holder === null) break;
+        await sleep(5);
+      }
+      expect(granted).toBe(true);
+    } finally {
+      nodes.proxies[2].setDelay(0);
+    }
+    for (let i = 0; i < 50 && (await direct[2].exists('rbl:{g}')) === 1; i++) await sleep(10);
+    expect(await direct[2].exists('rbl:{g}')).toBe(0);
+  });
+
   it('acquire, busy, release, extend, withLock, isLocked: the lock is on every node and tokens increase', async () => {
     const a = await makeService('rb1:');
     const b = await makeService('rb1:');

@@ -22,6 +22,8 @@ export function askAll<N, T>(
    * undecided attempt wait for its timeout.
    */
   grace?: { when: (votes: ReadonlyArray<Vote<T> | undefined>) => boolean },
+  /** Told each vote that arrives after the outcome was decided (the caller may owe that node a give-back). */
+  late?: LateVotes<T>,
 ): Promise<Array<Vote<T> | undefined>> {
   return new Promise((resolve) => {
     const votes: Array<Vote<T> | undefined> = nodes.map(() => undefined);
@@ -38,7 +40,7 @@ export function askAll<N, T>(
     const settle = (index: number, vote: Vote<T>) => {
       votes[index] = vote;
       pending--;
-      if (done) return;
+      if (done) return late?.receive(index, vote);
       if (pending === 0 || decided(votes)) return finish();
       if (grace && !timer && grace.when(votes)) {
         timer = setTimeout(finish, Math.max(MIN_GRACE_MS, Math.ceil(performance.now() - sentAt)));
@@ -58,6 +60,33 @@ export function askAll<N, T>(
       );
     });
   });
+}
+
+/**
+ * Votes that arrive after askAll resolved, kept until the caller, having decided, says what to do
+ * with them (`handle`), then handed to it as they come. A reply can be read between askAll's
+ * resolution and the caller's continuation, so none may be dropped for arriving early.
+ */
+export class LateVotes<T> {
+  private early: Array<[number, Vote<T>]> = [];
+  private handler?: (index: number, vote: Vote<T>) => void;
+
+  receive(index: number, vote: Vote<T>): void {
+    if (this.handler) this.handler(index, vote);
+    else this.early.push([index, vote]);
+  }
+
+  handle(handler: (index: number, vote: Vote<T>) => void): void {
+    this.handler = handler;
+    const early = this.early;
+    this.early = [];
+    for (const [index, vote] of early) handler(index, vote);
+  }
+
+  /** Late votes need nothing (the attempt's outcome covers them). */
+  ignore(): void {
+    this.handle(() => undefined);
+  }
 }
 
 /** Votes that are answers (not failures or pending) and satisfy `test`. */

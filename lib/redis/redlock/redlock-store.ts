@@ -4,7 +4,7 @@ import { LockConnectionError } from '../../errors/lock-connection.error';
 import { LockOptionsError } from '../../errors/lock-options.error';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from '../lock-redis-keys';
 import type { CommandArg } from '../lua-script';
-import { askAll, count, firstFailure, quorumOf, Vote } from './quorum';
+import { askAll, count, firstFailure, LateVotes, quorumOf, Vote } from './quorum';
 import type { RedlockNode } from './redlock-node';
 import { REDLOCK_SCRIPTS } from './redlock-scripts';
 import { RedlockTickets } from './redlock-tickets';
@@ -79,6 +79,7 @@ export class RedlockStore implements LockStore {
     const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.marker, token, String(ttl), ticket, this.recovery, fenceProposal()];
     if (joinQueue) args.push(this.lease);
     const n = this.nodes.length;
+    const late = new LateVotes<NodeAcquire>();
     // Decided at once when a majority agrees; once a majority answered without agreeing, the others get a
     // short grace (a frozen node must not cost every such attempt its whole bound); else each node's bound.
     const votes = await askAll(
@@ -87,12 +88,16 @@ export class RedlockStore implements LockStore {
       (v) => count(v, isOurs) >= this.quorum || count(v, isBusy) >= this.quorum,
       // Counting only votes (not recovering nodes), so the grace never turns a wait into "too few answered".
       { when: (v) => count(v, (r) => r.kind !== 'recovering') >= this.quorum },
+      late,
     );
     this.votes.attempts++;
     try {
       const stateError = votes.find((v) => v && !v.ok && v.error instanceof DistributedLockError && !(v.error instanceof LockConnectionError));
       if (stateError && !stateError.ok) throw stateError.error;
       if (count(votes, isOurs) >= this.quorum) {
+        // A node that answers after the majority granted holds it for us too, or not: release and
+        // renewals go to every node either way.
+        late.ignore();
         const won = await this.fence(keys, token, votes);
         if (won) {
           this.tickets.forget(token, keys.lock);
@@ -111,8 +116,13 @@ export class RedlockStore implements LockStore {
       }
       const ours = count(votes, isOurs);
       if (ours > 0 && !someoneElseHasMajority(votes, this.quorum)) this.votes.splitVotes++;
-      // Nodes still unanswered (decided early on a busy majority) may yet grant us: they are given back too.
-      if (ours > 0 || votes.includes(undefined)) this.giveBack(keys, token, ticket, joinQueue);
+      // The nodes that granted us are given back. One still unanswered (decided early on a busy majority)
+      // is given back once it answers, only if it granted us or failed to answer (it may have granted):
+      // a busy answer (the common case) wrote nothing to give back, or queued us, which a waiter keeps.
+      if (ours > 0) this.giveBack(keys, token, ticket, joinQueue, indexesOf(votes, isOurs));
+      late.handle((index, vote) => {
+        if (!vote.ok || vote.value.kind === 'ours') this.giveBack(keys, token, ticket, joinQueue, [index]);
+      });
       const answered = count(votes);
       const recovering = count(votes, (r) => r.kind === 'recovering');
       if (count(votes, isBusy) < this.quorum && answered - recovering < this.quorum) {
@@ -360,6 +370,15 @@ function nodeAcquire(raw: unknown): NodeAcquire {
 const NO_MAJORITY = -4;
 
 const isOurs = (r: NodeAcquire): boolean => r.kind === 'ours';
+
+/** Indexes of the answered votes that satisfy `test`. */
+function indexesOf<T>(votes: ReadonlyArray<Vote<T> | undefined>, test: (value: T) => boolean): number[] {
+  const indexes: number[] = [];
+  votes.forEach((v, i) => {
+    if (v?.ok && test(v.value)) indexes.push(i);
+  });
+  return indexes;
+}
 const isBusy = (r: NodeAcquire): boolean => r.kind === 'busy';
 const isOne = (reply: unknown): boolean => reply === 1;
 
