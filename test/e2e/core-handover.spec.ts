@@ -154,8 +154,13 @@ describe('handover', () => {
           try {
             const lock = await service.acquire('short');
             acquired++;
+            const heldAt = performance.now();
             await sleep(250);
-            expect(lock.isHeld()).toBe(true);
+            // Says why, if not: the loss (LockLostError names the cause) and how late the timer fired.
+            if (!lock.isHeld()) {
+              const reason = lock.signal.reason as Error | undefined;
+              failures.push(`lost after ${(performance.now() - heldAt).toFixed(0)} ms: ${reason?.message ?? String(reason)}`);
+            }
             await lock.release();
           } catch (error) {
             failures.push(error instanceof LockConnectionError ? error.message : String(error));
