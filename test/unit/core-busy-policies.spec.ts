@@ -18,9 +18,17 @@ describe('LockService: busy policies and handover', () => {
       const lock = await holder.acquire('busy:6');
       const waiting = waiter.acquire('busy:6', { waitTimeout: 5_000 });
       await untilQueued('busy:6');
-      await sleep(50); // the waiter's subscription is confirmed and it sleeps
       const scriptCalls = async () => (await commandCalls(suite.client, 'eval')) + (await commandCalls(suite.client, 'evalsha'));
-      const before = await scriptCalls();
+      // The waiter subscribes at its first wait and then asks once more (a release before the
+      // subscription would have gone unheard); on a loaded machine that takes longer than a fixed
+      // pause. Wait until no script has run for 100 ms: it sleeps.
+      let before = await scriptCalls();
+      for (let i = 0; i < 50; i++) {
+        await sleep(100);
+        const now = await scriptCalls();
+        if (now === before) break;
+        before = now;
+      }
       await lock.release();
       const next = await waiting;
       expect((await scriptCalls()) - before).toBe(1); // the release; no acquire attempt by the waiter
