@@ -15,11 +15,15 @@ import { RedisProcess, type SharedRedis } from '../harness/redis-process';
 
 const LONG = 60_000;
 /** Service 0 holds for SHORT_TTL, the others for LONG: a short pause lets only its leases lapse. */
-const SHORT_TTL = 100;
+const SHORT_TTL = 300;
 /** Waiters' places lapse after this, their queue after twice this (without a refresh). */
-const WAITER_LEASE = 400;
-/** Past SHORT_TTL, before WAITER_LEASE; past twice WAITER_LEASE. Each with at least 150 ms of margin on both clocks. */
-const PAUSES = { short: 250, long: 1_000 } as const;
+const WAITER_LEASE = 800;
+/**
+ * Past SHORT_TTL, before WAITER_LEASE; past twice WAITER_LEASE. Each with at least 200 ms of margin on
+ * both clocks, and SHORT_TTL far above the time between two operations: with a 100 ms lease a
+ * collector pause in a long jest run once let service 0's lock lapse on Redis between two steps.
+ */
+const PAUSES = { short: 500, long: 2_000 } as const;
 const ttlOf = (client: number) => (client === 0 ? SHORT_TTL : LONG);
 const KEYS = ['p:a', 'p:b'] as const;
 const CLIENTS = 3;
