@@ -96,6 +96,15 @@ export function count<T>(votes: ReadonlyArray<Vote<T> | undefined>, test: (value
   return n;
 }
 
+/** Indexes of the votes that are answers satisfying `test`: the nodes `count` counts. */
+export function indexesOf<T>(votes: ReadonlyArray<Vote<T> | undefined>, test: (value: T) => boolean): number[] {
+  const indexes: number[] = [];
+  votes.forEach((v, i) => {
+    if (v?.ok && test(v.value)) indexes.push(i);
+  });
+  return indexes;
+}
+
 /** The first failure among the votes, for an error's cause. */
 export function firstFailure<T>(votes: ReadonlyArray<Vote<T> | undefined>): Error | undefined {
   for (const v of votes) if (v && !v.ok) return v.error;

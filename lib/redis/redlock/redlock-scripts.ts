@@ -1,5 +1,5 @@
 import { luaScript } from '../lua-script';
-import { FENCE_FUNCTIONS } from '../scripts/lua-functions';
+import { FENCE_FUNCTIONS, PLACE_FUNCTIONS } from '../scripts/lua-functions';
 import { RENEW_SCRIPT } from '../scripts/renew.script';
 import { RAISED_FENCE_RETENTION_MS, TICKET_QUEUE_FUNCTIONS } from './ticket-queue.lua';
 
@@ -117,10 +117,9 @@ return 1
  * (same ticket): the node's lock is deleted if it is ours, not handed on, so the next attempts of
  * every waiter still agree on who is first. KEYS: lock, queue, waiters. ARGV: token, ticket, waiter lease ms.
  */
-export const REDLOCK_GIVE_BACK_SCRIPT = `
-local function now_ms_of(clock)
-  return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-end
+export const REDLOCK_GIVE_BACK_SCRIPT =
+  PLACE_FUNCTIONS +
+  `
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 local lease = tonumber(ARGV[3])
 redis.call('ZADD', KEYS[3], string.format('%.0f', now_ms_of(redis.call('TIME')) + lease), ARGV[1])

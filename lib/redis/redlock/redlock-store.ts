@@ -4,7 +4,7 @@ import { LockConnectionError } from '../../errors/lock-connection.error';
 import { LockOptionsError } from '../../errors/lock-options.error';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from '../lock-redis-keys';
 import type { CommandArg } from '../lua-script';
-import { askAll, count, firstFailure, LateVotes, quorumOf, Vote } from './quorum';
+import { askAll, count, firstFailure, indexesOf, LateVotes, quorumOf, Vote } from './quorum';
 import type { RedlockNode } from './redlock-node';
 import { REDLOCK_SCRIPTS } from './redlock-scripts';
 import { RedlockTickets } from './redlock-tickets';
@@ -370,15 +370,6 @@ function nodeAcquire(raw: unknown): NodeAcquire {
 const NO_MAJORITY = -4;
 
 const isOurs = (r: NodeAcquire): boolean => r.kind === 'ours';
-
-/** Indexes of the answered votes that satisfy `test`. */
-function indexesOf<T>(votes: ReadonlyArray<Vote<T> | undefined>, test: (value: T) => boolean): number[] {
-  const indexes: number[] = [];
-  votes.forEach((v, i) => {
-    if (v?.ok && test(v.value)) indexes.push(i);
-  });
-  return indexes;
-}
 const isBusy = (r: NodeAcquire): boolean => r.kind === 'busy';
 const isOne = (reply: unknown): boolean => reply === 1;
 

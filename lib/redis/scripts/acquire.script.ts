@@ -12,9 +12,10 @@ import { FENCE_FUNCTIONS, QUEUE_FUNCTIONS } from './lua-functions';
  * KEYS: lock, fence, queue, waiters.
  * ARGV: token, ttl ms, [waiter lease ms: take or refresh a place in the queue when busy],
  *       [retry: '1' when an earlier attempt of this token queued it].
- * Returns {1, fence, lease ms left} when the lock is ours (numbers or their decimal text: the client reads both), else {0, holder pttl, position, last fence}
- * where pttl -1 is "free but promised to a live waiter ahead", -3 "free, and stale waiters ahead are
- * still being dropped: ask again at once"; position 0 is the head, 1 behind it, -1 not queued. The
+ * Returns {1, fence, lease ms left} when the lock is ours, else {0, holder pttl, position, last fence}
+ * (fences and the lease as decimal text or numbers: the client reads both), where pttl -1 is "free
+ * but promised to a live waiter ahead", -3 "free, and stale waiters ahead are still being dropped:
+ * ask again at once"; position 0 is the head, 1 behind it, -1 not queued. The
  * last fencing token dates the attempt against a handover: an attempt that saw a token at or above
  * the handover's ran after that grant (and found the lock not ours), so the handover is stale.
  */
