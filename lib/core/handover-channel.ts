@@ -1,12 +1,28 @@
 /**
  * A release handed one key of the lock to this waiter: its fencing token, the lease (ms) the store set,
- * and how much of the waiter's place in the queue was left (ms) when it did.
+ * and how much of the waiter's place in the queue was left (ms) when it did. The engine counts that
+ * lease from its last busy attempt (see handedOverFor).
  */
-export interface Handover {
+export interface StoreHandover {
   fence: number;
   validFor: number;
   placeLeft: number;
+  since?: undefined;
 }
+
+/**
+ * A handover the channel has already dated: `validFor` ms counted from `since` (monotonic ms, a moment
+ * no later than the grant). Redlock: a majority of nodes handed the lock over with one token, and the
+ * shortest of their leases counts (redlock-handovers.ts).
+ */
+export interface DatedHandover {
+  fence: number;
+  validFor: number;
+  since: number;
+  placeLeft?: undefined;
+}
+
+export type Handover = StoreHandover | DatedHandover;
 
 /** Whether handovers reach this service now (health checks): not yet asked for, flowing, interrupted, or closed. */
 export type HandoverChannelState = 'idle' | 'subscribed' | 'disconnected' | 'closed';

@@ -14,11 +14,6 @@ export interface LockBackend {
   readonly wakeChannel: HandoverChannel;
   /** A handed-over lock counts only once `store.confirmHandover` confirmed it (Redis `replicaAcks`). */
   readonly confirmsHandovers: boolean;
-  /**
-   * A handover message only ends the waiter's pause; its next attempt decides whether the lock is
-   * ours (Redlock: one node's handover is one vote of several, never a grant on its own).
-   */
-  readonly handoverIsWakeUp: boolean;
   /** Waits (bounded) until the backend can serve, so the first lock does not fail on a handshake in progress. */
   ready(): Promise<void>;
   /** Called once, after shutdown drained: closes the wake channel and whatever the backend opened. */

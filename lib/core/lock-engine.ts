@@ -74,7 +74,6 @@ export class LockEngine implements LockRuntime {
       store: this.store,
       wakeChannel: this.wakeChannel,
       confirmsHandovers: this.backend.confirmsHandovers,
-      handoverIsWakeUp: this.backend.handoverIsWakeUp,
       waiterLease: settings.waiterLease,
       shutdown: this.shutdown.signal,
     };

@@ -22,7 +22,6 @@ class RedisBackend implements LockBackend {
   readonly store: RedisLockStore;
   readonly wakeChannel: WakeChannel;
   readonly confirmsHandovers: boolean;
-  readonly handoverIsWakeUp = false;
   private readonly connection: RedisConnection;
   private readonly connectionState: ConnectionState;
   private readonly route: WakeRoute;

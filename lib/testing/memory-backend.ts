@@ -11,7 +11,6 @@ export function memoryBackend(space: MemoryLockSpace): LockBackendFactory {
       wakeChannel,
       // No replicas: replicaAcks has nothing to wait for.
       confirmsHandovers: false,
-      handoverIsWakeUp: false,
       ready: () => Promise.resolve(),
       close: () => wakeChannel.close(),
     };

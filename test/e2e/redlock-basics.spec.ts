@@ -204,6 +204,36 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     }
   });
 
+  it('a queued waiter enters on the nodes’ handover messages: no attempt of its own after the release', async () => {
+    const a = await makeService('rbh:');
+    const b = await makeService('rbh:');
+    await (await b.acquire('warm')).release(); // scripts cached on every node for b
+    for (let round = 0; round < 5; round++) {
+      const held = await a.acquire('k');
+      const waiting = calls.track('waiter', b.acquire('k'));
+      // Queued on every node (and subscribed) before the release.
+      for (let i = 0; i < 100 && (await Promise.all(direct.map((c) => c.zcard('rbh:{k}:q')))).some((n) => n === 0); i++) await sleep(5);
+      await sleep(20);
+      const before = await scriptCallsPerNode();
+      await held.release();
+      const lock = await waiting;
+      const sent = (await scriptCallsPerNode()).map((n, i) => n - before[i]);
+      // The release's script on each node and nothing else. (The old code took each handover message as
+      // a wake-up only and asked every node again: [2, 2, 2].)
+      expect(sent).toEqual([1, 1, 1]);
+      // Every node holds b's token and kept the token b got as its last one (nothing was written back).
+      expect(await Promise.all(direct.map((c) => c.get('rbh:{k}')))).toEqual([lock.token, lock.token, lock.token]);
+      expect((await Promise.all(direct.map((c) => c.get('rbh:{k}:f')))).map(Number)).toEqual([lock.fencingToken, lock.fencingToken, lock.fencingToken]);
+      expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
+      // Its lease is the handed-over one, renewed by the watchdog like any other.
+      await sleep(1_200);
+      expect(lock.isHeld()).toBe(true);
+      const pttls = await Promise.all(direct.map((c) => c.pttl('rbh:{k}')));
+      for (const pttl of pttls) expect(pttl).toBeGreaterThan(1_500);
+      await lock.release();
+    }
+  });
+
   it('waiters queued one after another are served in that order (the ticket order every node shares)', async () => {
     const services3 = [await makeService('rb3:'), await makeService('rb3:'), await makeService('rb3:')];
     const holder = await services3[0].acquire('q');

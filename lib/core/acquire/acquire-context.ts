@@ -7,8 +7,6 @@ export interface AcquireContext {
   wakeChannel: HandoverChannel;
   /** A handed-over lock counts only once the store confirmed it (Redis `replicaAcks`). */
   confirmsHandovers: boolean;
-  /** A handover message only wakes the waiter; the next attempt decides (Redlock). */
-  handoverIsWakeUp: boolean;
   waiterLease: number;
   /** Aborts when the service shuts down: every waiter stops at once. */
   shutdown: AbortSignal;

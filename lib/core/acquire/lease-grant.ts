@@ -1,7 +1,7 @@
 import { LockConnectionError } from '../../errors/lock-connection.error';
 import { LockStateError } from '../../errors/lock-state.error';
 import { isFencingToken } from '../fencing-token';
-import type { Handover } from '../handover-channel';
+import type { Handover, StoreHandover } from '../handover-channel';
 import type { AcquireReply, LockKeys } from '../lock-store';
 import { monotonicNow } from '../../time/clock';
 import { Lease, newLease } from '../lease';
@@ -61,8 +61,16 @@ export function assertFence(ctx: AcquireContext, keys: LockKeys, token: string, 
  * clock) after the refresh that set our place; our last busy attempt was sent no later than that
  * refresh ran, so adding that gap counts the lease from the handover, never past Redis' expiry.
  */
-export function handedOverFor(ctx: AcquireContext, handover: Handover): number {
+export function handedOverFor(ctx: AcquireContext, handover: StoreHandover): number {
   return handover.validFor + Math.max(0, ctx.waiterLease - handover.placeLeft);
+}
+
+/** The lease a handover gave us: counted from our last busy attempt, or from when the channel dated it. */
+export function handedOverLease(ctx: AcquireContext, keys: LockKeys, token: string, handover: Handover, ttl: number, lastBusySentAt: number): Lease {
+  if (handover.since !== undefined) {
+    return validLease(ctx, keys, token, newLease(keys, handover.fence, ttl, handover.since, handover.validFor), handover.since);
+  }
+  return validLease(ctx, keys, token, newLease(keys, handover.fence, ttl, lastBusySentAt, handedOverFor(ctx, handover)), lastBusySentAt);
 }
 
 /** A lease whose validity already ran out (Redis answered too late) counts as failed and is given back. */

@@ -2,11 +2,11 @@ import { LockTimeoutError } from '../../errors/lock-timeout.error';
 import type { ResolvedLockOptions } from '../../options/resolve-options';
 import type { AcquireReply, LockKeys } from '../lock-store';
 import { monotonicNow } from '../../time/clock';
-import { Lease, newLease } from '../lease';
+import type { Lease } from '../lease';
 import { interruptibleDelay } from '../../time/sleep';
 import { AcquireContext, AcquireTally, abandonQuietly, shuttingDown } from './acquire-context';
 import type { HandoverListener } from './handover-listener';
-import { assertFence, confirmedHandover, grantedLease, handedOverFor, validLease } from './lease-grant';
+import { assertFence, confirmedHandover, grantedLease, handedOverLease } from './lease-grant';
 
 export interface FirstBusyAttempt {
   /** Counts this wait's attempts too. */
@@ -60,20 +60,12 @@ export async function waitForTurn(
       // A message heard during the pause is dated against the same last busy attempt: a busy answer
       // read before the message can still come from an attempt that ran after its grant.
       dropStaleHandover(listener, lastBusyFence);
-      // Redlock: the message was one node's vote; it only ended the pause, the attempt below decides.
-      if (ctx.handoverIsWakeUp) listener.handover = undefined;
       const handover = listener.handover;
       if (handover) {
         queued = false;
         assertFence(ctx, keys, token, handover.fence);
         if (ctx.confirmsHandovers) return await confirmedHandover(ctx, keys, token, handover.fence, options.ttl);
-        return validLease(
-          ctx,
-          keys,
-          token,
-          newLease(keys, handover.fence, options.ttl, lastBusySentAt, handedOverFor(ctx, handover)),
-          lastBusySentAt,
-        );
+        return handedOverLease(ctx, keys, token, handover, options.ttl, lastBusySentAt);
       }
       if (ctx.shutdown.aborted) throw shuttingDown(keys);
       attempts++;

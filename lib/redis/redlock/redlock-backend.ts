@@ -16,7 +16,6 @@ export class RedlockBackend implements LockBackend {
   readonly store: RedlockStore;
   readonly wakeChannel: RedlockWakeChannel;
   readonly confirmsHandovers = false;
-  readonly handoverIsWakeUp = true;
   private readonly nodes: RedlockNode[];
 
   constructor(private readonly context: LockBackendContext) {
@@ -42,6 +41,8 @@ export class RedlockBackend implements LockBackend {
             logger,
           ),
       ),
+      (token, lockName, node, handover) => this.store.datedHandover(token, lockName, node, handover),
+      redlock.nodeTimeout,
     );
   }
 

@@ -9,6 +9,9 @@ import type { RedlockNode } from './redlock-node';
 import { REDLOCK_SCRIPTS } from './redlock-scripts';
 import { RedlockTickets } from './redlock-tickets';
 import { fenceProposal } from './fence-proposal';
+import { datedNodeHandover, NodeHandover } from './redlock-handovers';
+import type { Handover } from '../../core/handover-channel';
+import { monotonicNow } from '../../time/clock';
 
 /** One node's answer to an acquire attempt. */
 type NodeAcquire =
@@ -79,6 +82,7 @@ export class RedlockStore implements LockStore {
     const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.marker, token, String(ttl), ticket, this.recovery, fenceProposal()];
     if (joinQueue) args.push(this.lease);
     const n = this.nodes.length;
+    const sentAt = monotonicNow();
     const late = new LateVotes<NodeAcquire>();
     // Decided at once when a majority agrees; once a majority answered without agreeing, the others get a
     // short grace (a frozen node must not cost every such attempt its whole bound); else each node's bound.
@@ -94,6 +98,7 @@ export class RedlockStore implements LockStore {
     try {
       const stateError = votes.find((v) => v && !v.ok && v.error instanceof DistributedLockError && !(v.error instanceof LockConnectionError));
       if (stateError && !stateError.ok) throw stateError.error;
+      if (joinQueue) this.notePlaces(keys, token, votes, sentAt);
       if (count(votes, isOurs) >= this.quorum) {
         // A node that answers after the majority granted holds it for us too, or not: release and
         // renewals go to every node either way.
@@ -121,6 +126,7 @@ export class RedlockStore implements LockStore {
       // a busy answer (the common case) wrote nothing to give back, or queued us, which a waiter keeps.
       if (ours > 0) this.giveBack(keys, token, ticket, joinQueue, indexesOf(votes, isOurs));
       late.handle((index, vote) => {
+        if (joinQueue) this.notePlaces(keys, token, indexed(index, vote, n), sentAt);
         if (!vote.ok || vote.value.kind === 'ours') this.giveBack(keys, token, ticket, joinQueue, [index]);
       });
       const answered = count(votes);
@@ -134,6 +140,25 @@ export class RedlockStore implements LockStore {
       this.tickets.forget(token, keys.lock);
       throw error;
     }
+  }
+
+  /**
+   * Each node that answered a waiting attempt left the waiter a place there: queued (busy), or granted
+   * and given back with the place kept. Remembered per node to date that node's handover messages.
+   */
+  private notePlaces(keys: LockRedisKeys, token: string, votes: ReadonlyArray<Vote<NodeAcquire> | undefined>, sentAt: number): void {
+    votes.forEach((v, node) => {
+      if (!v?.ok) return;
+      const r = v.value;
+      if (r.kind === 'ours') this.tickets.placed(token, keys.lock, node, { sentAt, lastFence: r.fence });
+      else if (r.kind === 'busy' && r.position >= 0) this.tickets.placed(token, keys.lock, node, { sentAt, lastFence: r.lastFence });
+    });
+  }
+
+  /** One node's handover message to a waiter, dated by the place that node last confirmed (redlock-handovers.ts). */
+  datedHandover(token: string, lock: string, node: number, handover: Handover): NodeHandover | undefined {
+    if (handover.since !== undefined) return undefined;
+    return datedNodeHandover(this.tickets.placeOn(token, lock, node), handover, this.settings.waiterLease);
   }
 
   /**
@@ -364,6 +389,13 @@ function nodeAcquire(raw: unknown): NodeAcquire {
     lastFence: Number(reply[3] ?? 0),
     holder: String(reply[4] ?? ''),
   };
+}
+
+/** One node's vote at its index among `n` (the others unanswered), for the per-vote helpers. */
+function indexed<T>(index: number, vote: Vote<T>, n: number): Array<Vote<T> | undefined> {
+  const votes = new Array<Vote<T> | undefined>(n);
+  votes[index] = vote;
+  return votes;
 }
 
 /** AcquireReply holderTtl: no owner holds a majority of the nodes (see LockStore). */

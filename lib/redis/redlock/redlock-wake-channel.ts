@@ -1,19 +1,39 @@
 import type { Handover, HandoverChannel, HandoverChannelState } from '../../core/handover-channel';
 import type { WakeChannel } from '../wake-channel';
+import { monotonicNow } from '../../time/clock';
 import { quorumOf } from './quorum';
+import { majorityHandover, NodeHandover } from './redlock-handovers';
+
+/** Dates one node's handover message for the waiter `token` on `lockName` (RedlockStore.datedHandover). */
+export type DateNodeHandover = (token: string, lockName: string, node: number, handover: Handover) => NodeHandover | undefined;
 
 /**
- * The service's wake channel on every node at once. A waiter registers on all of them; any node's
- * handover wakes it (in this mode a handover only ends the pause: see LockBackend.handoverIsWakeUp).
- * `subscribed` once a majority of the subscriptions is confirmed: a lock needs a majority, so those
- * nodes' messages are enough to hear every handover that can make us the holder.
+ * How long a waiter that heard some nodes hand it the lock waits for the rest of a majority before it
+ * asks the nodes itself. A release tells every node at once, so the others' messages normally follow
+ * within a millisecond; one that does not come (a node slow, down, or handing to another waiter) costs
+ * this much, and the attempt then decides as it always could.
+ */
+const MAJORITY_GRACE_MS = 25;
+
+/**
+ * The service's wake channel on every node at once. A waiter registers on all of them. A majority of
+ * nodes handing the lock to it with one token is a grant (redlock-handovers.ts): the waiter enters
+ * without another round trip. Anything else only wakes it, and its next attempt decides: a majority
+ * that does not agree on the token, or no majority of messages it can date within a short grace. `subscribed` once a majority of the subscriptions is confirmed: a lock needs
+ * a majority, so those nodes' messages are enough to hear every handover that can make us the holder.
  */
 export class RedlockWakeChannel implements HandoverChannel {
   private readonly quorum: number;
+  private readonly graceMs: number;
   private closed = false;
 
-  constructor(private readonly channels: readonly WakeChannel[]) {
+  constructor(
+    private readonly channels: readonly WakeChannel[],
+    private readonly date: DateNodeHandover,
+    nodeTimeout: number,
+  ) {
     this.quorum = quorumOf(channels.length);
+    this.graceMs = Math.min(MAJORITY_GRACE_MS, nodeTimeout);
   }
 
   get subscribed(): boolean {
@@ -33,8 +53,41 @@ export class RedlockWakeChannel implements HandoverChannel {
   }
 
   register(token: string, lockName: string, wake: (handover?: Handover) => void): () => void {
-    const unregister = this.channels.map((c) => c.register(token, lockName, wake));
-    return () => unregister.forEach((u) => u());
+    const heard = new Map<number, Handover>();
+    let grace: NodeJS.Timeout | undefined;
+    const stopGrace = () => {
+      clearTimeout(grace);
+      grace = undefined;
+    };
+    const hear = (node: number, handover?: Handover) => {
+      if (!handover) {
+        // The channel asks for an attempt now (a handover may have gone unheard).
+        stopGrace();
+        wake();
+        return;
+      }
+      heard.set(node, handover);
+      // Dated each time: the answer that dates a message can come after it (another connection), and
+      // an attempt since an earlier message may have shown that one stale.
+      const counted = [...heard].flatMap(([n, h]) => this.date(token, lockName, n, h) ?? []);
+      const decided = majorityHandover(counted, this.quorum, monotonicNow());
+      if (decided === undefined) {
+        grace ??= setTimeout(() => {
+          grace = undefined;
+          wake();
+        }, this.graceMs).unref();
+        return;
+      }
+      stopGrace();
+      heard.clear();
+      if (decided === 'ask') wake();
+      else wake(decided);
+    };
+    const unregister = this.channels.map((c, node) => c.register(token, lockName, (handover) => hear(node, handover)));
+    return () => {
+      stopGrace();
+      unregister.forEach((u) => u());
+    };
   }
 
   /** Subscribes on every node; resolves as soon as a majority confirmed (a dead node does not hold waiters up), or all settled. */

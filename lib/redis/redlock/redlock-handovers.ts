@@ -1,0 +1,48 @@
+import type { DatedHandover, StoreHandover } from '../../core/handover-channel';
+import type { PlaceOnNode } from './redlock-tickets';
+
+/**
+ * One node's handover of the lock to a waiter, dated: the node's lock is the waiter's from a moment
+ * after `since` (monotonic ms) until no earlier than `until`, with fencing token `fence`.
+ */
+export interface NodeHandover {
+  fence: number;
+  since: number;
+  until: number;
+}
+
+/**
+ * Dates one node's handover message by the place that node last confirmed for this wait. The node's
+ * release ran after that attempt (the attempt saw a lower token than the handover's), so it used the
+ * place that attempt set or a later one: the lease it set ends no earlier than the attempt's send time
+ * plus the lease plus the time the place had run (the single-node rule, lease-grant.ts handedOverFor).
+ * Undefined when it cannot be counted: that node confirmed no place in this wait, or its last answer
+ * came after the grant (it saw this token already, so the lock was not ours then: a stale message).
+ */
+export function datedNodeHandover(place: PlaceOnNode | undefined, handover: StoreHandover, waiterLease: number): NodeHandover | undefined {
+  if (!place || handover.fence <= place.lastFence) return undefined;
+  return {
+    fence: handover.fence,
+    since: place.sentAt,
+    until: place.sentAt + handover.validFor + Math.max(0, waiterLease - handover.placeLeft),
+  };
+}
+
+/**
+ * What the handovers heard so far decide. A majority of nodes that handed the lock over with the
+ * highest token any of them issued is the lock, as a majority of grants is: those nodes hold the
+ * waiter's token and keep that fencing token as their last one, so every later majority issues a
+ * higher one (the write-back the acquire path does is not needed). Its lease is the shortest. A
+ * majority heard without such agreement: 'ask' (the next attempt decides and writes the token back).
+ * Fewer than a majority: undefined (wait for the others). A handover whose lease has ended by `now`
+ * (monotonic ms; heard in an earlier round of this wait) is not counted.
+ */
+export function majorityHandover(all: readonly NodeHandover[], quorum: number, now: number): DatedHandover | 'ask' | undefined {
+  const heard = all.filter((h) => h.until > now);
+  if (heard.length < quorum) return undefined;
+  const fence = Math.max(...heard.map((h) => h.fence));
+  const agreeing = heard.filter((h) => h.fence === fence);
+  if (agreeing.length < quorum) return 'ask';
+  const since = Math.min(...agreeing.map((h) => h.since));
+  return { fence, since, validFor: Math.min(...agreeing.map((h) => h.until)) - since };
+}

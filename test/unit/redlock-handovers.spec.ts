@@ -1,0 +1,180 @@
+import type { Handover } from '../../lib/core/handover-channel';
+import { datedNodeHandover, majorityHandover, NodeHandover } from '../../lib/redis/redlock/redlock-handovers';
+import { RedlockTickets } from '../../lib/redis/redlock/redlock-tickets';
+import { RedlockWakeChannel } from '../../lib/redis/redlock/redlock-wake-channel';
+import type { WakeChannel } from '../../lib/redis/wake-channel';
+import { monotonicNow } from '../../lib/time/clock';
+
+/**
+ * Redlock: a waiter enters on its nodes' handover messages when a majority of them handed it the lock
+ * with one fencing token; every other case only wakes it, and its next attempt decides.
+ */
+describe('Redlock handovers counted from the nodes’ messages', () => {
+  const LEASE = 3_000;
+
+  describe('datedNodeHandover: one node’s message dated by the place that node last confirmed', () => {
+    it('counts the lease from the attempt that set the place, plus the time the place had run', () => {
+      const dated = datedNodeHandover({ sentAt: 1_000, lastFence: 10 }, { fence: 11, validFor: 2_000, placeLeft: 2_500 }, LEASE);
+      // The handover came 500 ms (server clock) after the refresh, which ran after the attempt was sent.
+      expect(dated).toEqual({ fence: 11, since: 1_000, until: 1_000 + 2_000 + 500 });
+    });
+
+    it('is not counted when the node confirmed no place in this wait', () => {
+      expect(datedNodeHandover(undefined, { fence: 11, validFor: 2_000, placeLeft: 2_500 }, LEASE)).toBeUndefined();
+    });
+
+    it('is not counted when the last answer saw its token already (the lease ran out unseen: a stale message)', () => {
+      expect(datedNodeHandover({ sentAt: 1_000, lastFence: 11 }, { fence: 11, validFor: 2_000, placeLeft: 2_500 }, LEASE)).toBeUndefined();
+      expect(datedNodeHandover({ sentAt: 1_000, lastFence: 12 }, { fence: 11, validFor: 2_000, placeLeft: 2_500 }, LEASE)).toBeUndefined();
+    });
+  });
+
+  describe('majorityHandover', () => {
+    const node = (fence: number, since: number, until: number): NodeHandover => ({ fence, since, until });
+
+    it('a majority with one token is the lock: the shortest lease, from the earliest place', () => {
+      expect(majorityHandover([node(50, 100, 900), node(50, 120, 800)], 2, 0)).toEqual({ fence: 50, since: 100, validFor: 700 });
+    });
+
+    it('fewer than a majority: wait for the others', () => {
+      expect(majorityHandover([node(50, 100, 900)], 2, 0)).toBeUndefined();
+      expect(majorityHandover([node(50, 100, 900), node(50, 100, 900)], 3, 0)).toBeUndefined();
+    });
+
+    it('a majority that does not agree on the highest token: ask (the attempt writes the token back)', () => {
+      expect(majorityHandover([node(50, 100, 900), node(51, 100, 900)], 2, 0)).toBe('ask');
+      expect(majorityHandover([node(50, 100, 900), node(50, 100, 900), node(51, 100, 900)], 2, 0)).toBe('ask');
+    });
+
+    it('the agreeing majority must hold the highest token any of them issued', () => {
+      expect(majorityHandover([node(51, 100, 900), node(50, 100, 900), node(51, 110, 700)], 2, 0)).toEqual({ fence: 51, since: 100, validFor: 600 });
+    });
+
+    it('a handover whose lease has ended (heard in an earlier round of the wait) is not counted', () => {
+      expect(majorityHandover([node(50, 100, 900), node(50, 100, 400)], 2, 500)).toBeUndefined();
+      expect(majorityHandover([node(50, 100, 900), node(50, 100, 400), node(50, 100, 800)], 2, 500)).toEqual({ fence: 50, since: 100, validFor: 700 });
+    });
+  });
+
+  describe('RedlockTickets places', () => {
+    it('a late answer never replaces a later attempt’s place', () => {
+      const tickets = new RedlockTickets();
+      tickets.of('t', 'lock', false);
+      tickets.placed('t', 'lock', 1, { sentAt: 200, lastFence: 20 });
+      tickets.placed('t', 'lock', 1, { sentAt: 100, lastFence: 10 });
+      expect(tickets.placeOn('t', 'lock', 1)).toEqual({ sentAt: 200, lastFence: 20 });
+      tickets.placed('t', 'lock', 1, { sentAt: 300, lastFence: 30 });
+      expect(tickets.placeOn('t', 'lock', 1)).toEqual({ sentAt: 300, lastFence: 30 });
+    });
+
+    it('a first attempt starts with no places; a finished acquisition keeps none', () => {
+      const tickets = new RedlockTickets();
+      tickets.of('t', 'lock', false);
+      tickets.placed('t', 'lock', 0, { sentAt: 1, lastFence: 1 });
+      tickets.of('t', 'lock', false);
+      expect(tickets.placeOn('t', 'lock', 0)).toBeUndefined();
+      tickets.placed('t', 'lock', 0, { sentAt: 1, lastFence: 1 });
+      tickets.forget('t', 'lock');
+      expect(tickets.placeOn('t', 'lock', 0)).toBeUndefined();
+      tickets.placed('t', 'lock', 0, { sentAt: 1, lastFence: 1 }); // after forget: not recorded
+      expect(tickets.placeOn('t', 'lock', 0)).toBeUndefined();
+    });
+  });
+
+  describe('RedlockWakeChannel', () => {
+    const GRACE = 20;
+    /** Places are dated on the monotonic clock: a handover's lease must not have ended already. */
+    const t0 = Math.floor(monotonicNow());
+
+    /** Three node channels whose registered wake functions the test calls, and the places the store knows. */
+    function setup() {
+      const registered: Array<((handover?: Handover) => void) | undefined> = [];
+      const channels = [0, 1, 2].map(
+        (i) =>
+          ({
+            register: (_token: string, _lock: string, wake: (handover?: Handover) => void) => {
+              registered[i] = wake;
+              return () => (registered[i] = undefined);
+            },
+          }) as unknown as WakeChannel,
+      );
+      const tickets = new RedlockTickets();
+      tickets.of('t', 'lock', false);
+      const channel = new RedlockWakeChannel(
+        channels,
+        (token, lock, node, handover) =>
+          handover.since === undefined ? datedNodeHandover(tickets.placeOn(token, lock, node), handover, LEASE) : undefined,
+        GRACE,
+      );
+      const wakes: Array<Handover | undefined> = [];
+      const unregister = channel.register('t', 'lock', (handover) => wakes.push(handover));
+      const message = (node: number, fence: number) => registered[node]?.({ fence, validFor: 2_000, placeLeft: LEASE });
+      return { tickets, wakes, unregister, message, registered };
+    }
+    const settle = () => new Promise((resolve) => setTimeout(resolve, GRACE + 30));
+
+    it('two nodes handing over with one token: the waiter gets the lock, dated by the earlier place', async () => {
+      const { tickets, wakes, unregister, message } = setup();
+      tickets.placed('t', 'lock', 0, { sentAt: t0, lastFence: 40 });
+      tickets.placed('t', 'lock', 2, { sentAt: t0 - 10, lastFence: 40 });
+      message(0, 41);
+      expect(wakes).toEqual([]);
+      message(2, 41);
+      expect(wakes).toEqual([{ fence: 41, since: t0 - 10, validFor: 2_000 }]);
+      await settle();
+      expect(wakes).toHaveLength(1); // no grace wake-up after the decision
+      unregister();
+    });
+
+    it('one node only: after the grace the waiter is woken to ask (no handover)', async () => {
+      const { tickets, wakes, unregister, message } = setup();
+      tickets.placed('t', 'lock', 1, { sentAt: t0, lastFence: 40 });
+      message(1, 41);
+      await settle();
+      expect(wakes).toEqual([undefined]);
+      unregister();
+    });
+
+    it('a stale message does not count toward the majority', async () => {
+      const { tickets, wakes, unregister, message } = setup();
+      tickets.placed('t', 'lock', 0, { sentAt: t0, lastFence: 41 }); // node 0's last answer saw token 41 already
+      tickets.placed('t', 'lock', 1, { sentAt: t0, lastFence: 40 });
+      message(0, 41);
+      message(1, 41);
+      expect(wakes).toEqual([]);
+      await settle();
+      expect(wakes).toEqual([undefined]);
+      unregister();
+    });
+
+    it('a message heard before the answer that dates it counts once that answer is in', () => {
+      const { tickets, wakes, unregister, message } = setup();
+      tickets.placed('t', 'lock', 0, { sentAt: t0, lastFence: 40 });
+      message(1, 41); // node 1's answer to the attempt is not read yet
+      tickets.placed('t', 'lock', 1, { sentAt: t0, lastFence: 40 });
+      message(0, 41);
+      expect(wakes).toEqual([{ fence: 41, since: t0, validFor: 2_000 }]);
+      unregister();
+    });
+
+    it('nodes that disagree on the token: woken to ask at once', () => {
+      const { tickets, wakes, unregister, message } = setup();
+      tickets.placed('t', 'lock', 0, { sentAt: t0, lastFence: 40 });
+      tickets.placed('t', 'lock', 1, { sentAt: t0, lastFence: 40 });
+      message(0, 41);
+      message(1, 42);
+      expect(wakes).toEqual([undefined]);
+      unregister();
+    });
+
+    it('unregistering stops a pending grace timer and every node channel', async () => {
+      const { tickets, wakes, unregister, message, registered } = setup();
+      tickets.placed('t', 'lock', 0, { sentAt: t0, lastFence: 40 });
+      message(0, 41);
+      unregister();
+      await settle();
+      expect(wakes).toEqual([]);
+      expect(registered.every((r) => r === undefined)).toBe(true);
+    });
+  });
+});
