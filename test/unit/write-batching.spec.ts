@@ -1,13 +1,15 @@
 /**
  * Many lock calls at once leave in few socket writes of at most 32 commands
- * (lib/redis/write-batcher.ts); a lone call is written at once. Writes are counted where Node hands them to the socket (`_write` for one chunk,
+ * (lib/redis/write-batcher.ts), on one Redis and on each Redlock node; a lone call is written at once. Writes are counted where Node hands them to the socket (`_write` for one chunk,
  * `_writev` for a batch), on the service's own connection.
  */
 import type { Socket } from 'node:net';
 import type Redis from 'ioredis';
 import type { RedisLockStore } from '../../lib/redis/redis-lock-store';
 import { LockService } from '../../lib';
+import type { RedlockStore } from '../../lib/redis/redlock/redlock-store';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
+import { RedlockNodes } from '../harness/redlock-nodes';
 import { ServicePool } from './core-helpers';
 
 interface WriteCount {
@@ -17,9 +19,9 @@ interface WriteCount {
   largest: number;
 }
 
-/** Counts what reaches the socket from now on; the returned function stops counting. */
-function countWrites(service: LockService): { counted: WriteCount; stop: () => void } {
-  const socket = ((service.engine.store as RedisLockStore).client as Redis).stream as Socket & {
+/** Counts what reaches `client`'s socket from now on (default: the service's connection); the returned function stops counting. */
+function countWrites(service: LockService, client = (service.engine.store as RedisLockStore).client as Redis): { counted: WriteCount; stop: () => void } {
+  const socket = client.stream as Socket & {
     _write: (...args: unknown[]) => unknown;
     _writev: (chunks: unknown[], cb: unknown) => unknown;
   };
@@ -82,5 +84,28 @@ describe('write batching', () => {
     // at most 32 commands per write so Redis can start on a batch while the next one is built.
     expect(counted.flushes).toBeLessThanOrEqual(10);
     expect(counted.largest).toBe(32);
+  });
+
+  it('Redlock: 64 locks at once leave each node in a few batched writes (the old code wrote every command alone: 128 per node)', async () => {
+    const nodes = await RedlockNodes.start(3);
+    const locks = new LockService({ nodes: nodes.urls, nodeRecoveryDelay: 0 });
+    try {
+      await locks.onModuleInit();
+      await (await locks.acquire('batch:warm')).release();
+      const counters = (locks.engine.store as RedlockStore).nodes.map((node) => countWrites(locks, node.client as Redis));
+      const keys = Array.from({ length: 64 }, (_, i) => `batch:${i}`);
+      const held = await Promise.all(keys.map((k) => locks.acquire(k)));
+      const released = await Promise.all(held.map((l) => l.release()));
+      counters.forEach((c) => c.stop());
+      expect(released.every(Boolean)).toBe(true);
+      for (const { counted } of counters) {
+        expect(counted.chunks).toBe(128);
+        expect(counted.flushes).toBeLessThanOrEqual(10);
+        expect(counted.largest).toBe(32);
+      }
+    } finally {
+      await locks.close();
+      await nodes.stop();
+    }
   });
 });

@@ -6,6 +6,7 @@ import type { LockRedisKeys } from '../lock-redis-keys';
 import { runBoundedScript } from '../bounded-script';
 import { CommandArg, LuaScript, ScriptRunner } from '../lua-script';
 import { createRedisConnection, RedisClient } from '../redis-connection';
+import { WriteBatcher } from '../write-batcher';
 
 /**
  * One independent Redis master of a Redlock set: its connection (ours or the user's), the state
@@ -18,6 +19,8 @@ export class RedlockNode {
   readonly state: ConnectionState;
   private readonly deadlines: CommandDeadlines;
   private readonly scripts: ScriptRunner;
+  /** Many locks in flight: their commands to this node leave in few socket writes, as in single mode. */
+  private readonly writes: WriteBatcher;
 
   constructor(option: RedisConnectionOption, commandTimeout: number, nodeTimeout: number) {
     const { client, owned } = createRedisConnection(option, commandTimeout);
@@ -26,6 +29,7 @@ export class RedlockNode {
     this.state = new ConnectionState(client, owned);
     this.deadlines = new CommandDeadlines(nodeTimeout, this.state);
     this.scripts = new ScriptRunner(client);
+    this.writes = new WriteBatcher(client);
   }
 
   /** `Redis at 127.0.0.1:6379`, as messages name it. */
@@ -34,6 +38,7 @@ export class RedlockNode {
   }
 
   run<T = unknown>(script: LuaScript, operation: string, keys: LockRedisKeys, args: CommandArg[], parse?: (reply: unknown) => T): Promise<T> {
+    this.writes.beforeSend(this.deadlines.inFlight > 0);
     return runBoundedScript(this.deadlines, this.scripts, script, operation, keys, args, parse);
   }
 
