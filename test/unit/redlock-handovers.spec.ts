@@ -52,6 +52,9 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
 
     it('a handover whose lease has ended (heard in an earlier round of the wait) is not counted', () => {
       expect(majorityHandover([node(50, 100, 900), node(50, 100, 400)], 2, 500)).toBeUndefined();
+      // A 400 ms lease ending at 500 with its drift allowance (2 ms + 1 %): counted before 494, not from then.
+      expect(majorityHandover([node(50, 100, 900), node(50, 100, 500)], 2, 493)).toEqual({ fence: 50, since: 100, validFor: 400 });
+      expect(majorityHandover([node(50, 100, 900), node(50, 100, 500)], 2, 494)).toBeUndefined();
       expect(majorityHandover([node(50, 100, 900), node(50, 100, 400), node(50, 100, 800)], 2, 500)).toEqual({ fence: 50, since: 100, validFor: 700 });
     });
   });

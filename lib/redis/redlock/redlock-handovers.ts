@@ -1,4 +1,5 @@
 import type { DatedHandover, StoreHandover } from '../../core/handover-channel';
+import { driftFor } from '../../core/lease';
 import type { PlaceOnNode } from './redlock-tickets';
 
 /**
@@ -34,11 +35,11 @@ export function datedNodeHandover(place: PlaceOnNode | undefined, handover: Stor
  * waiter's token and keep that fencing token as their last one, so every later majority issues a
  * higher one (the write-back the acquire path does is not needed). Its lease is the shortest. A
  * majority heard without such agreement: 'ask' (the next attempt decides and writes the token back).
- * Fewer than a majority: undefined (wait for the others). A handover whose lease has ended by `now`
- * (monotonic ms; heard in an earlier round of this wait) is not counted.
+ * Fewer than a majority: undefined (wait for the others). A handover whose lease, less the drift
+ * allowance, has ended by `now` (monotonic ms; heard in an earlier round of this wait) is not counted.
  */
 export function majorityHandover(all: readonly NodeHandover[], quorum: number, now: number): DatedHandover | 'ask' | undefined {
-  const heard = all.filter((h) => h.until > now);
+  const heard = all.filter((h) => h.until - driftFor(h.until - h.since) > now);
   if (heard.length < quorum) return undefined;
   const fence = Math.max(...heard.map((h) => h.fence));
   const agreeing = heard.filter((h) => h.fence === fence);
