@@ -59,28 +59,64 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
     });
   });
 
+  /** Node `node` answered a call sent at `sentAt` with a place, the key's last token then being `lastFence`. */
+  const place = (tickets: RedlockTickets, node: number, sentAt: number, lastFence: number): Promise<number> =>
+    tickets.track('t', 'lock', node, sentAt, Promise.resolve(lastFence), (fence) => fence);
+
   describe('RedlockTickets places', () => {
-    it('a late answer never replaces a later attempt’s place', () => {
+    it('a late answer never replaces a later attempt’s place', async () => {
       const tickets = new RedlockTickets();
       tickets.of('t', 'lock', false);
-      tickets.placed('t', 'lock', 1, { sentAt: 200, lastFence: 20 });
-      tickets.placed('t', 'lock', 1, { sentAt: 100, lastFence: 10 });
+      await place(tickets, 1, 200, 20);
+      await place(tickets, 1, 100, 10);
       expect(tickets.placeOn('t', 'lock', 1)).toEqual({ sentAt: 200, lastFence: 20 });
-      tickets.placed('t', 'lock', 1, { sentAt: 300, lastFence: 30 });
+      await place(tickets, 1, 300, 30);
       expect(tickets.placeOn('t', 'lock', 1)).toEqual({ sentAt: 300, lastFence: 30 });
     });
 
-    it('a first attempt starts with no places; a finished acquisition keeps none', () => {
+    it('a first attempt starts with no places; a finished acquisition keeps none', async () => {
       const tickets = new RedlockTickets();
       tickets.of('t', 'lock', false);
-      tickets.placed('t', 'lock', 0, { sentAt: 1, lastFence: 1 });
+      await place(tickets, 0, 1, 1);
       tickets.of('t', 'lock', false);
       expect(tickets.placeOn('t', 'lock', 0)).toBeUndefined();
-      tickets.placed('t', 'lock', 0, { sentAt: 1, lastFence: 1 });
+      await place(tickets, 0, 1, 1);
       tickets.forget('t', 'lock');
       expect(tickets.placeOn('t', 'lock', 0)).toBeUndefined();
-      tickets.placed('t', 'lock', 0, { sentAt: 1, lastFence: 1 }); // after forget: not recorded
+      await place(tickets, 0, 1, 1); // after forget: not recorded
       expect(tickets.placeOn('t', 'lock', 0)).toBeUndefined();
+    });
+  });
+
+  describe('RedlockTickets: calls on their way', () => {
+    it('while a call to a node is on its way, that node’s place is not known (it may undo a handover)', async () => {
+      const tickets = new RedlockTickets();
+      tickets.of('t', 'lock', false);
+      await place(tickets, 0, 100, 40);
+      let answer!: (fence: number) => void;
+      const call = tickets.track('t', 'lock', 0, 200, new Promise<number>((resolve) => (answer = resolve)), (fence) => fence);
+      expect(tickets.placeOn('t', 'lock', 0)).toBeUndefined();
+      answer(41);
+      await call;
+      expect(tickets.placeOn('t', 'lock', 0)).toEqual({ sentAt: 200, lastFence: 41 });
+    });
+
+    it('a call that failed leaves the place unknown until the next answer (it may have run)', async () => {
+      const tickets = new RedlockTickets();
+      tickets.of('t', 'lock', false);
+      await place(tickets, 0, 100, 40);
+      await expect(tickets.track('t', 'lock', 0, 200, Promise.reject(new Error('timeout')), (fence: number) => fence)).rejects.toThrow('timeout');
+      expect(tickets.placeOn('t', 'lock', 0)).toBeUndefined();
+      await place(tickets, 0, 300, 42);
+      expect(tickets.placeOn('t', 'lock', 0)).toEqual({ sentAt: 300, lastFence: 42 });
+    });
+
+    it('an answer that leaves no place keeps the one before', async () => {
+      const tickets = new RedlockTickets();
+      tickets.of('t', 'lock', false);
+      await place(tickets, 0, 100, 40);
+      await tickets.track('t', 'lock', 0, 200, Promise.resolve('recovering'), () => undefined);
+      expect(tickets.placeOn('t', 'lock', 0)).toEqual({ sentAt: 100, lastFence: 40 });
     });
   });
 
@@ -118,8 +154,8 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
 
     it('two nodes handing over with one token: the waiter gets the lock, dated by the earlier place', async () => {
       const { tickets, wakes, unregister, message } = setup();
-      tickets.placed('t', 'lock', 0, { sentAt: t0, lastFence: 40 });
-      tickets.placed('t', 'lock', 2, { sentAt: t0 - 10, lastFence: 40 });
+      await place(tickets, 0, t0, 40);
+      await place(tickets, 2, t0 - 10, 40);
       message(0, 41);
       expect(wakes).toEqual([]);
       message(2, 41);
@@ -131,7 +167,7 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
 
     it('one node only: after the grace the waiter is woken to ask (no handover)', async () => {
       const { tickets, wakes, unregister, message } = setup();
-      tickets.placed('t', 'lock', 1, { sentAt: t0, lastFence: 40 });
+      await place(tickets, 1, t0, 40);
       message(1, 41);
       await settle();
       expect(wakes).toEqual([undefined]);
@@ -140,8 +176,8 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
 
     it('a stale message does not count toward the majority', async () => {
       const { tickets, wakes, unregister, message } = setup();
-      tickets.placed('t', 'lock', 0, { sentAt: t0, lastFence: 41 }); // node 0's last answer saw token 41 already
-      tickets.placed('t', 'lock', 1, { sentAt: t0, lastFence: 40 });
+      await place(tickets, 0, t0, 41); // node 0's last answer saw token 41 already
+      await place(tickets, 1, t0, 40);
       message(0, 41);
       message(1, 41);
       expect(wakes).toEqual([]);
@@ -150,20 +186,20 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
       unregister();
     });
 
-    it('a message heard before the answer that dates it counts once that answer is in', () => {
+    it('a message heard before the answer that dates it counts once that answer is in', async () => {
       const { tickets, wakes, unregister, message } = setup();
-      tickets.placed('t', 'lock', 0, { sentAt: t0, lastFence: 40 });
+      await place(tickets, 0, t0, 40);
       message(1, 41); // node 1's answer to the attempt is not read yet
-      tickets.placed('t', 'lock', 1, { sentAt: t0, lastFence: 40 });
+      await place(tickets, 1, t0, 40);
       message(0, 41);
       expect(wakes).toEqual([{ fence: 41, since: t0, validFor: 2_000 }]);
       unregister();
     });
 
-    it('nodes that disagree on the token: woken to ask at once', () => {
+    it('nodes that disagree on the token: woken to ask at once', async () => {
       const { tickets, wakes, unregister, message } = setup();
-      tickets.placed('t', 'lock', 0, { sentAt: t0, lastFence: 40 });
-      tickets.placed('t', 'lock', 1, { sentAt: t0, lastFence: 40 });
+      await place(tickets, 0, t0, 40);
+      await place(tickets, 1, t0, 40);
       message(0, 41);
       message(1, 42);
       expect(wakes).toEqual([undefined]);
@@ -172,7 +208,7 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
 
     it('unregistering stops a pending grace timer and every node channel', async () => {
       const { tickets, wakes, unregister, message, registered } = setup();
-      tickets.placed('t', 'lock', 0, { sentAt: t0, lastFence: 40 });
+      await place(tickets, 0, t0, 40);
       message(0, 41);
       unregister();
       await settle();

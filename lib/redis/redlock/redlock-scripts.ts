@@ -115,18 +115,20 @@ return 1
 /**
  * Gives one node's vote back after an attempt that did not win a majority, keeping the waiter's place
  * (same ticket): the node's lock is deleted if it is ours, not handed on, so the next attempts of
- * every waiter still agree on who is first. KEYS: lock, queue, waiters. ARGV: token, ticket, waiter lease ms.
+ * every waiter still agree on who is first. KEYS: lock, fence, queue, waiters. ARGV: token, ticket,
+ * waiter lease ms. Returns the key's last fencing token ('0' when none): a handover to us at or below
+ * it came before this give-back, which undid it (redlock-handovers.ts).
  */
 export const REDLOCK_GIVE_BACK_SCRIPT =
   PLACE_FUNCTIONS +
   `
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 local lease = tonumber(ARGV[3])
-redis.call('ZADD', KEYS[3], string.format('%.0f', now_ms_of(redis.call('TIME')) + lease), ARGV[1])
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
-redis.call('PEXPIRE', KEYS[2], lease * 2)
+redis.call('ZADD', KEYS[4], string.format('%.0f', now_ms_of(redis.call('TIME')) + lease), ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
 redis.call('PEXPIRE', KEYS[3], lease * 2)
-return 1
+redis.call('PEXPIRE', KEYS[4], lease * 2)
+return redis.call('GET', KEYS[2]) or '0'
 `;
 
 /**
@@ -150,7 +152,7 @@ export const REDLOCK_SCRIPTS = {
   acquire: luaScript(5, REDLOCK_ACQUIRE_SCRIPT),
   release: luaScript(4, REDLOCK_RELEASE_SCRIPT),
   abandon: luaScript(4, REDLOCK_ABANDON_SCRIPT),
-  giveBack: luaScript(3, REDLOCK_GIVE_BACK_SCRIPT),
+  giveBack: luaScript(4, REDLOCK_GIVE_BACK_SCRIPT),
   raiseFence: luaScript(2, REDLOCK_RAISE_FENCE_SCRIPT),
   renew: luaScript(1, RENEW_SCRIPT),
 } as const;

@@ -88,7 +88,10 @@ export class RedlockStore implements LockStore {
     // short grace (a frozen node must not cost every such attempt its whole bound); else each node's bound.
     const votes = await askAll(
       this.nodes,
-      (node) => node.run(REDLOCK_SCRIPTS.acquire, 'acquire', keys, args, nodeAcquire),
+      (node, i) => {
+        const call = node.run(REDLOCK_SCRIPTS.acquire, 'acquire', keys, args, nodeAcquire);
+        return joinQueue ? this.tickets.track(token, keys.lock, i, sentAt, call, placeAfterAttempt) : call;
+      },
       (v) => count(v, isOurs) >= this.quorum || count(v, isBusy) >= this.quorum,
       // Counting only votes (not recovering nodes), so the grace never turns a wait into "too few answered".
       { when: (v) => count(v, (r) => r.kind !== 'recovering') >= this.quorum },
@@ -98,7 +101,6 @@ export class RedlockStore implements LockStore {
     try {
       const stateError = votes.find((v) => v && !v.ok && v.error instanceof DistributedLockError && !(v.error instanceof LockConnectionError));
       if (stateError && !stateError.ok) throw stateError.error;
-      if (joinQueue) this.notePlaces(keys, token, votes, sentAt);
       if (count(votes, isOurs) >= this.quorum) {
         // A node that answers after the majority granted holds it for us too, or not: release and
         // renewals go to every node either way.
@@ -126,7 +128,6 @@ export class RedlockStore implements LockStore {
       // a busy answer (the common case) wrote nothing to give back, or queued us, which a waiter keeps.
       if (ours > 0) this.giveBack(keys, token, ticket, joinQueue, indexesOf(votes, isOurs));
       late.handle((index, vote) => {
-        if (joinQueue) this.notePlaces(keys, token, indexed(index, vote, n), sentAt);
         if (!vote.ok || vote.value.kind === 'ours') this.giveBack(keys, token, ticket, joinQueue, [index]);
       });
       const answered = count(votes);
@@ -140,19 +141,6 @@ export class RedlockStore implements LockStore {
       this.tickets.forget(token, keys.lock);
       throw error;
     }
-  }
-
-  /**
-   * Each node that answered a waiting attempt left the waiter a place there: queued (busy), or granted
-   * and given back with the place kept. Remembered per node to date that node's handover messages.
-   */
-  private notePlaces(keys: LockRedisKeys, token: string, votes: ReadonlyArray<Vote<NodeAcquire> | undefined>, sentAt: number): void {
-    votes.forEach((v, node) => {
-      if (!v?.ok) return;
-      const r = v.value;
-      if (r.kind === 'ours') this.tickets.placed(token, keys.lock, node, { sentAt, lastFence: r.fence });
-      else if (r.kind === 'busy' && r.position >= 0) this.tickets.placed(token, keys.lock, node, { sentAt, lastFence: r.lastFence });
-    });
   }
 
   /** One node's handover message to a waiter, dated by the place that node last confirmed (redlock-handovers.ts). */
@@ -202,10 +190,18 @@ export class RedlockStore implements LockStore {
    */
   private giveBack(keys: LockRedisKeys, token: string, ticket: string, keepPlace: boolean, only?: number[]): void {
     const targets = only ?? this.nodes.map((_, i) => i);
+    const sentAt = monotonicNow();
     for (const i of targets) {
       const node = this.nodes[i];
       const call = keepPlace
-        ? node.run(REDLOCK_SCRIPTS.giveBack, 'abandon', keys, [keys.lock, keys.queue, keys.waiters, token, ticket, this.lease])
+        ? this.tickets.track(
+            token,
+            keys.lock,
+            i,
+            sentAt,
+            node.run(REDLOCK_SCRIPTS.giveBack, 'abandon', keys, [keys.lock, keys.fence, keys.queue, keys.waiters, token, ticket, this.lease]),
+            placeAfterGiveBack,
+          )
         : node.run(REDLOCK_SCRIPTS.abandon, 'abandon', keys, this.handoverArgs(keys, token));
       call.catch(() => undefined);
     }
@@ -391,11 +387,20 @@ function nodeAcquire(raw: unknown): NodeAcquire {
   };
 }
 
-/** One node's vote at its index among `n` (the others unanswered), for the per-vote helpers. */
-function indexed<T>(index: number, vote: Vote<T>, n: number): Array<Vote<T> | undefined> {
-  const votes = new Array<Vote<T> | undefined>(n);
-  votes[index] = vote;
-  return votes;
+/**
+ * The last token a waiting attempt's answer saw on its node, when the answer left it a place there:
+ * queued (busy), or granted (the lock is then given back with the place kept, or the attempt won).
+ */
+function placeAfterAttempt(reply: NodeAcquire): number | undefined {
+  if (reply.kind === 'ours') return reply.fence;
+  if (reply.kind === 'busy' && reply.position >= 0) return reply.lastFence;
+  return undefined;
+}
+
+/** A give-back answers with the node's last token (after it, the place is the one it re-queued). */
+function placeAfterGiveBack(reply: unknown): number | undefined {
+  const lastFence = Number(reply);
+  return Number.isSafeInteger(lastFence) && lastFence >= 0 ? lastFence : undefined;
 }
 
 /** AcquireReply holderTtl: no owner holds a majority of the nodes (see LockStore). */

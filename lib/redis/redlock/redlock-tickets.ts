@@ -7,18 +7,25 @@ const SWEEP_ABOVE = 10_000;
 
 /**
  * What one node last confirmed of a waiting acquisition's place: the send time (monotonic ms) of the
- * attempt that set it, and the key's last fencing token on that node when the attempt ran.
+ * call that set it, and the key's last fencing token on that node when the call ran.
  */
 export interface PlaceOnNode {
   sentAt: number;
   lastFence: number;
 }
 
+/** What this acquisition knows of one node. */
+interface NodeView {
+  place?: PlaceOnNode;
+  /** Calls sent to the node that can change our hold or place there, not answered yet. */
+  asking: number;
+}
+
 interface Ticket {
   ticket: string;
   at: number;
-  /** By node index; unset until that node answered an attempt of this acquisition with a place. */
-  places: Array<PlaceOnNode | undefined>;
+  /** By node index. */
+  nodes: NodeView[];
 }
 
 /**
@@ -27,8 +34,8 @@ interface Ticket {
  * way (see ticket-queue.lua.ts). Clocks of different clients only skew *who is first*, never safety:
  * two clients never share a head on one node, and every node agrees on the same order.
  *
- * Beside the ticket: each node's last confirmed place (PlaceOnNode), which dates that node's handover
- * messages (redlock-handovers.ts).
+ * Beside the ticket: each node's last confirmed place, which dates that node's handover messages
+ * (redlock-handovers.ts), and whether a call that can change it is on its way.
  */
 export class RedlockTickets {
   private readonly tickets = new Map<string, Ticket>();
@@ -41,28 +48,51 @@ export class RedlockTickets {
     if (known && retry) return known.ticket;
     if (this.tickets.size >= SWEEP_ABOVE) this.sweep();
     const ticket = String(this.nextMicros());
-    this.tickets.set(id, { ticket, at: monotonicNow(), places: [] });
+    this.tickets.set(id, { ticket, at: monotonicNow(), nodes: [] });
     return ticket;
-  }
-
-  /**
-   * Node `node` answered an attempt sent at `sentAt` with a place for `token` (queued, or granted and
-   * given back). A late answer never replaces a later attempt's: its lower last token would make a
-   * handover the later attempt saw already look new.
-   */
-  placed(token: string, lock: string, node: number, place: PlaceOnNode): void {
-    const known = this.tickets.get(`${token} ${lock}`);
-    const current = known?.places[node];
-    if (known && (!current || current.sentAt <= place.sentAt)) known.places[node] = place;
-  }
-
-  /** The last place node `node` confirmed for this acquisition, if it is still waiting. */
-  placeOn(token: string, lock: string, node: number): PlaceOnNode | undefined {
-    return this.tickets.get(`${token} ${lock}`)?.places[node];
   }
 
   forget(token: string, lock: string): void {
     this.tickets.delete(`${token} ${lock}`);
+  }
+
+  /**
+   * Tracks `call` to node `node` (an attempt, or a give-back keeping the place), sent at `sentAt`:
+   * until it answers, that node's handovers cannot be dated (it may run after a handover and undo it:
+   * a give-back deletes a lock that is ours). Its answer records the place it left (`placeOf`:
+   * undefined when it left none); a failure leaves the place unknown, since the call may have run.
+   */
+  track<T>(token: string, lock: string, node: number, sentAt: number, call: Promise<T>, placeOf: (reply: T) => number | undefined): Promise<T> {
+    const view = this.viewOf(token, lock, node);
+    if (!view) return call;
+    view.asking++;
+    return call.then(
+      (reply) => {
+        view.asking--;
+        const lastFence = placeOf(reply);
+        // A late answer never replaces a later call's: its lower last token would make a handover the
+        // later call saw already look new.
+        if (lastFence !== undefined && (!view.place || view.place.sentAt <= sentAt)) view.place = { sentAt, lastFence };
+        return reply;
+      },
+      (error: unknown) => {
+        view.asking--;
+        view.place = undefined;
+        throw error;
+      },
+    );
+  }
+
+  /** The last place node `node` confirmed for this acquisition, if it is still waiting and no call to that node is on its way. */
+  placeOn(token: string, lock: string, node: number): PlaceOnNode | undefined {
+    const view = this.tickets.get(`${token} ${lock}`)?.nodes[node];
+    return view && view.asking === 0 ? view.place : undefined;
+  }
+
+  private viewOf(token: string, lock: string, node: number): NodeView | undefined {
+    const known = this.tickets.get(`${token} ${lock}`);
+    if (!known) return undefined;
+    return (known.nodes[node] ??= { asking: 0 });
   }
 
   /** Strictly increasing within this process: two acquisitions of one client never tie. */
