@@ -1,5 +1,8 @@
 import type { Handover } from '../../lib/core/handover-channel';
 import { datedNodeHandover, majorityHandover, NodeHandover } from '../../lib/redis/redlock/redlock-handovers';
+import type { RedlockNode } from '../../lib/redis/redlock/redlock-node';
+import { REDLOCK_SCRIPTS } from '../../lib/redis/redlock/redlock-scripts';
+import { RedlockStore } from '../../lib/redis/redlock/redlock-store';
 import { RedlockTickets } from '../../lib/redis/redlock/redlock-tickets';
 import { RedlockWakeChannel } from '../../lib/redis/redlock/redlock-wake-channel';
 import type { WakeChannel } from '../../lib/redis/wake-channel';
@@ -120,8 +123,10 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
     });
   });
 
+  const GRACE_MS = 20;
+
   describe('RedlockWakeChannel', () => {
-    const GRACE = 20;
+    const GRACE = GRACE_MS;
     /** Places are dated on the monotonic clock: a handover's lease must not have ended already. */
     const t0 = Math.floor(monotonicNow());
 
@@ -214,6 +219,80 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
       await settle();
       expect(wakes).toEqual([]);
       expect(registered.every((r) => r === undefined)).toBe(true);
+    });
+  });
+
+  describe('RedlockStore and its channel together', () => {
+    /**
+     * Three scripted nodes: each acquire call answers with the next reply queued for that node (raw,
+     * as the script replies), or waits for the test to answer it. Give-backs answer at once.
+     */
+    function scriptedNodes() {
+      const replies: unknown[][] = [[], [], []];
+      const held: Array<Array<(raw: unknown) => void>> = [[], [], []];
+      const gaveBack: number[] = [];
+      const nodes = [0, 1, 2].map(
+        (i) =>
+          ({
+            run: (script: unknown, _op: string, _keys: unknown, _args: unknown, parse?: (raw: unknown) => unknown) => {
+              const answer = (raw: unknown) => (parse ? parse(raw) : raw);
+              if (script === REDLOCK_SCRIPTS.giveBack) {
+                gaveBack.push(i);
+                return Promise.resolve(answer('41'));
+              }
+              if (script !== REDLOCK_SCRIPTS.acquire) return Promise.resolve(answer(1));
+              if (replies[i].length > 0) return Promise.resolve(answer(replies[i].shift()));
+              return new Promise((resolve) => held[i].push((raw) => resolve(answer(raw))));
+            },
+          }) as unknown as RedlockNode,
+      );
+      return { nodes, replies, held, gaveBack };
+    }
+    const flush = () => new Promise((resolve) => setImmediate(resolve));
+
+    it('a node whose attempt is still on its way is not counted: its late grant is given back, and the waiter is not told it holds it', async () => {
+      const { nodes, replies, held, gaveBack } = scriptedNodes();
+      const store = new RedlockStore(nodes, { keyPrefix: 'x:', waiterLease: LEASE, nodeRecoveryDelay: 0, nodeTimeout: 1_000 });
+      const registered: Array<((handover?: Handover) => void) | undefined> = [];
+      const channels = [0, 1, 2].map(
+        (i) =>
+          ({
+            register: (_t: string, _l: string, wake: (handover?: Handover) => void) => {
+              registered[i] = wake;
+              return () => (registered[i] = undefined);
+            },
+          }) as unknown as WakeChannel,
+      );
+      const channel = new RedlockWakeChannel(channels, (t, l, n, h) => store.datedHandover(t, l, n, h), GRACE_MS);
+      const keys = store.keysFor('k');
+      const token = 'svc.3000.w';
+      const wakes: Array<Handover | undefined> = [];
+      const unregister = channel.register(token, keys.lock, (handover) => wakes.push(handover));
+      try {
+        // First attempt: queued on every node, the key's last token 40 everywhere.
+        for (const r of replies) r.push([0, 2_000, 1, '40', 'holder.3000.h']);
+        expect(await store.acquire(keys, token, 3_000, true, false)).toMatchObject({ acquired: false });
+        // A retry: nodes 1 and 2 answer busy at once (they run it before the release reaches them);
+        // node 0's answer is slow. Busy is decided without it.
+        replies[1].push([0, 500, 1, '40', 'holder.3000.h']);
+        replies[2].push([0, 500, 1, '40', 'holder.3000.h']);
+        expect(await store.acquire(keys, token, 3_000, true, true)).toMatchObject({ acquired: false });
+        // The release hands every node to us (token 41); nodes 0 and 1 say so before node 0's answer is read.
+        registered[0]?.({ fence: 41, validFor: 2_000, placeLeft: LEASE });
+        registered[1]?.({ fence: 41, validFor: 2_000, placeLeft: LEASE });
+        // Node 0 ran the retry after its handover: the lock is ours there, but this attempt has no
+        // majority, so node 0 is given back (its lock deleted). Counting node 0's message would be a double grant.
+        held[0].shift()?.([1, '41', '1900']);
+        await flush();
+        await flush();
+        expect(gaveBack).toEqual([0]);
+        expect(wakes.filter((w) => w !== undefined)).toEqual([]);
+        // Only node 1's message counts: after the grace the waiter asks again, and its attempt decides.
+        await new Promise((resolve) => setTimeout(resolve, GRACE_MS + 30));
+        expect(wakes).toEqual([undefined]);
+      } finally {
+        unregister();
+      }
     });
   });
 });
