@@ -78,12 +78,19 @@ return {0, pttl, 1, last_fence, holder_seen}
 
 /**
  * Owner-checked release on one node: hands the node's lock to the live waiter with the lowest ticket,
- * else deletes it. KEYS: lock, fence, queue, waiters. ARGV: token, waiter channel prefix, fence proposal.
+ * else deletes it. On a node whose lock is not ours, leaves its queue: an acquisition that won on a
+ * majority while this node was busy had queued there, and that place would keep the node promised to
+ * us, blocking its vote for the next waiter until the place lapsed.
+ * KEYS: lock, fence, queue, waiters. ARGV: token, waiter channel prefix, fence proposal.
  * Returns 0 not ours, 1 deleted, 2 handed to a waiter.
  */
 export const REDLOCK_RELEASE_SCRIPT =
   `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  redis.call('ZREM', KEYS[4], ARGV[1])
+  return 0
+end
 if redis.call('ZCARD', KEYS[3]) == 0 then
   redis.call('DEL', KEYS[1])
   return 1
