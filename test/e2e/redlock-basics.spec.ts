@@ -241,7 +241,13 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     const a = await makeService('rbp:');
     await direct[2].set('rbp:{k}', 'other.3000.x', 'PX', 5_000);
     const lock = await a.acquire('k'); // nodes 0 and 1 grant; node 2 is busy and queues the attempt
-    expect(await direct[2].zscore('rbp:{k}:q', lock.token)).not.toBeNull();
+    // The acquire returns once a majority granted: node 2's answer may still be on its way.
+    let queued = false;
+    for (let i = 0; i < 50 && !queued; i++) {
+      queued = (await direct[2].zscore('rbp:{k}:q', lock.token)) !== null;
+      if (!queued) await sleep(10);
+    }
+    expect(queued).toBe(true);
     expect(await lock.release()).toBe(true);
     // The release reached node 2 too (it returns once a majority released).
     let left = false;
