@@ -66,64 +66,82 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
   const place = (tickets: RedlockTickets, node: number, sentAt: number, lastFence: number): Promise<number> =>
     tickets.track('t', 'lock', node, sentAt, Promise.resolve(lastFence), (fence) => fence);
 
+  /** The tickets of one acquisition ('t' on 'lock') that has made its first attempt. */
+  const waitingTickets = (): RedlockTickets => {
+    const tickets = new RedlockTickets();
+    tickets.of('t', 'lock', false);
+    return tickets;
+  };
+  const placeOf = (tickets: RedlockTickets, node: number) => tickets.placeOn('t', 'lock', node);
+
   describe('RedlockTickets places', () => {
     it('a late answer never replaces a later attempt’s place', async () => {
-      const tickets = new RedlockTickets();
-      tickets.of('t', 'lock', false);
+      const tickets = waitingTickets();
       await place(tickets, 1, 200, 20);
       await place(tickets, 1, 100, 10);
-      expect(tickets.placeOn('t', 'lock', 1)).toEqual({ sentAt: 200, lastFence: 20 });
+      expect(placeOf(tickets, 1)).toEqual({ sentAt: 200, lastFence: 20 });
       await place(tickets, 1, 300, 30);
-      expect(tickets.placeOn('t', 'lock', 1)).toEqual({ sentAt: 300, lastFence: 30 });
+      expect(placeOf(tickets, 1)).toEqual({ sentAt: 300, lastFence: 30 });
     });
 
     it('a first attempt starts with no places; a finished acquisition keeps none', async () => {
-      const tickets = new RedlockTickets();
-      tickets.of('t', 'lock', false);
+      const tickets = waitingTickets();
       await place(tickets, 0, 1, 1);
       tickets.of('t', 'lock', false);
-      expect(tickets.placeOn('t', 'lock', 0)).toBeUndefined();
+      expect(placeOf(tickets, 0)).toBeUndefined();
       await place(tickets, 0, 1, 1);
       tickets.forget('t', 'lock');
-      expect(tickets.placeOn('t', 'lock', 0)).toBeUndefined();
+      expect(placeOf(tickets, 0)).toBeUndefined();
       await place(tickets, 0, 1, 1); // after forget: not recorded
-      expect(tickets.placeOn('t', 'lock', 0)).toBeUndefined();
+      expect(placeOf(tickets, 0)).toBeUndefined();
     });
   });
 
   describe('RedlockTickets: calls on their way', () => {
     it('while a call to a node is on its way, that node’s place is not known (it may undo a handover)', async () => {
-      const tickets = new RedlockTickets();
-      tickets.of('t', 'lock', false);
+      const tickets = waitingTickets();
       await place(tickets, 0, 100, 40);
       let answer!: (fence: number) => void;
       const call = tickets.track('t', 'lock', 0, 200, new Promise<number>((resolve) => (answer = resolve)), (fence) => fence);
-      expect(tickets.placeOn('t', 'lock', 0)).toBeUndefined();
+      expect(placeOf(tickets, 0)).toBeUndefined();
       answer(41);
       await call;
-      expect(tickets.placeOn('t', 'lock', 0)).toEqual({ sentAt: 200, lastFence: 41 });
+      expect(placeOf(tickets, 0)).toEqual({ sentAt: 200, lastFence: 41 });
     });
 
     it('a call that failed leaves the place unknown until the next answer (it may have run)', async () => {
-      const tickets = new RedlockTickets();
-      tickets.of('t', 'lock', false);
+      const tickets = waitingTickets();
       await place(tickets, 0, 100, 40);
       await expect(tickets.track('t', 'lock', 0, 200, Promise.reject(new Error('timeout')), (fence: number) => fence)).rejects.toThrow('timeout');
-      expect(tickets.placeOn('t', 'lock', 0)).toBeUndefined();
+      expect(placeOf(tickets, 0)).toBeUndefined();
       await place(tickets, 0, 300, 42);
-      expect(tickets.placeOn('t', 'lock', 0)).toEqual({ sentAt: 300, lastFence: 42 });
+      expect(placeOf(tickets, 0)).toEqual({ sentAt: 300, lastFence: 42 });
     });
 
     it('an answer that leaves no place keeps the one before', async () => {
-      const tickets = new RedlockTickets();
-      tickets.of('t', 'lock', false);
+      const tickets = waitingTickets();
       await place(tickets, 0, 100, 40);
       await tickets.track('t', 'lock', 0, 200, Promise.resolve('recovering'), () => undefined);
-      expect(tickets.placeOn('t', 'lock', 0)).toEqual({ sentAt: 100, lastFence: 40 });
+      expect(placeOf(tickets, 0)).toEqual({ sentAt: 100, lastFence: 40 });
     });
   });
 
   const GRACE_MS = 20;
+
+  /** Three node channels; `registered[i]` is the wake function registered on node i (the test delivers its messages). */
+  function nodeChannels(): { channels: WakeChannel[]; registered: Array<((handover?: Handover) => void) | undefined> } {
+    const registered: Array<((handover?: Handover) => void) | undefined> = [];
+    const channels = [0, 1, 2].map(
+      (i) =>
+        ({
+          register: (_token: string, _lock: string, wake: (handover?: Handover) => void) => {
+            registered[i] = wake;
+            return () => (registered[i] = undefined);
+          },
+        }) as unknown as WakeChannel,
+    );
+    return { channels, registered };
+  }
 
   describe('RedlockWakeChannel', () => {
     const GRACE = GRACE_MS;
@@ -132,18 +150,8 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
 
     /** Three node channels whose registered wake functions the test calls, and the places the store knows. */
     function setup() {
-      const registered: Array<((handover?: Handover) => void) | undefined> = [];
-      const channels = [0, 1, 2].map(
-        (i) =>
-          ({
-            register: (_token: string, _lock: string, wake: (handover?: Handover) => void) => {
-              registered[i] = wake;
-              return () => (registered[i] = undefined);
-            },
-          }) as unknown as WakeChannel,
-      );
-      const tickets = new RedlockTickets();
-      tickets.of('t', 'lock', false);
+      const { channels, registered } = nodeChannels();
+      const tickets = waitingTickets();
       const channel = new RedlockWakeChannel(
         channels,
         (token, lock, node, handover) =>
@@ -253,16 +261,7 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
     it('a node whose attempt is still on its way is not counted: its late grant is given back, and the waiter is not told it holds it', async () => {
       const { nodes, replies, held, gaveBack } = scriptedNodes();
       const store = new RedlockStore(nodes, { keyPrefix: 'x:', waiterLease: LEASE, nodeRecoveryDelay: 0, nodeTimeout: 1_000 });
-      const registered: Array<((handover?: Handover) => void) | undefined> = [];
-      const channels = [0, 1, 2].map(
-        (i) =>
-          ({
-            register: (_t: string, _l: string, wake: (handover?: Handover) => void) => {
-              registered[i] = wake;
-              return () => (registered[i] = undefined);
-            },
-          }) as unknown as WakeChannel,
-      );
+      const { channels, registered } = nodeChannels();
       const channel = new RedlockWakeChannel(channels, (t, l, n, h) => store.datedHandover(t, l, n, h), GRACE_MS);
       const keys = store.keysFor('k');
       const token = 'svc.3000.w';
