@@ -230,7 +230,11 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
       expect(sent).toEqual([1, 1, 1]);
       // Every node holds b's token and kept the token b got as its last one (nothing was written back).
       expect(await Promise.all(direct.map((c) => c.get('rbh:{k}')))).toEqual([lock.token, lock.token, lock.token]);
-      expect((await Promise.all(direct.map((c) => c.get('rbh:{k}:f')))).map(Number)).toEqual([lock.fencingToken, lock.fencingToken, lock.fencingToken]);
+      expect((await Promise.all(direct.map((c) => c.get('rbh:{k}:f')))).map(Number)).toEqual([
+        lock.fencingToken,
+        lock.fencingToken,
+        lock.fencingToken,
+      ]);
       expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
       // Its lease is the handed-over one, renewed by the watchdog like any other.
       await sleep(1_200);

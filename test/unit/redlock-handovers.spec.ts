@@ -58,7 +58,11 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
       // A 400 ms lease ending at 500 with its drift allowance (2 ms + 1 %): counted before 494, not from then.
       expect(majorityHandover([node(50, 100, 900), node(50, 100, 500)], 2, 493)).toEqual({ fence: 50, since: 100, validFor: 400 });
       expect(majorityHandover([node(50, 100, 900), node(50, 100, 500)], 2, 494)).toBeUndefined();
-      expect(majorityHandover([node(50, 100, 900), node(50, 100, 400), node(50, 100, 800)], 2, 500)).toEqual({ fence: 50, since: 100, validFor: 700 });
+      expect(majorityHandover([node(50, 100, 900), node(50, 100, 400), node(50, 100, 800)], 2, 500)).toEqual({
+        fence: 50,
+        since: 100,
+        validFor: 700,
+      });
     });
   });
 

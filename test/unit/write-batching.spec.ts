@@ -20,7 +20,10 @@ interface WriteCount {
 }
 
 /** Counts what reaches `client`'s socket from now on (default: the service's connection); the returned function stops counting. */
-function countWrites(service: LockService, client = (service.engine.store as RedisLockStore).client as Redis): { counted: WriteCount; stop: () => void } {
+function countWrites(
+  service: LockService,
+  client = (service.engine.store as RedisLockStore).client as Redis,
+): { counted: WriteCount; stop: () => void } {
   const socket = client.stream as Socket & {
     _write: (...args: unknown[]) => unknown;
     _writev: (chunks: unknown[], cb: unknown) => unknown;
