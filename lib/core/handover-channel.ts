@@ -1,13 +1,24 @@
 /**
  * A release handed one key of the lock to this waiter: its fencing token, the lease (ms) the store set,
- * and how much of the waiter's place in the queue was left (ms) when it did. The engine counts that
- * lease from its last busy attempt (see handedOverFor).
+ * and how much of the waiter's place in the queue was left (ms) when it did. The waiter counts that
+ * lease from the send time of the last call that set its place (see handedOverFor).
  */
 export interface StoreHandover {
   fence: number;
   validFor: number;
   placeLeft: number;
   since?: undefined;
+}
+
+/**
+ * How long a handover's lease lasts counted from the send time of the call that last set the waiter's
+ * place (a moment before the grant). The store set `validFor` ms at the grant, which came
+ * `waiterLease - placeLeft` ms (server clock) after the refresh that set the place; that call was sent
+ * no later than the refresh ran, so adding that gap counts the lease from the handover, never past the
+ * store's expiry. The one rule for a single store's handover and each Redlock node's.
+ */
+export function handedOverFor(handover: StoreHandover, waiterLease: number): number {
+  return handover.validFor + Math.max(0, waiterLease - handover.placeLeft);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { LockConnectionError } from '../../errors/lock-connection.error';
 import { LockStateError } from '../../errors/lock-state.error';
 import { isFencingToken } from '../fencing-token';
-import type { Handover, StoreHandover } from '../handover-channel';
+import { Handover, handedOverFor } from '../handover-channel';
 import type { AcquireReply, LockKeys } from '../lock-store';
 import { monotonicNow } from '../../time/clock';
 import { Lease, newLease } from '../lease';
@@ -56,21 +56,13 @@ export function assertFence(ctx: AcquireContext, keys: LockKeys, token: string, 
 }
 
 /**
- * The lease a handover gave us, counted from our last busy attempt's send time (a moment before the
- * grant). Redis set `validFor` ms at the grant, which came `waiterLease - placeLeft` ms (server
- * clock) after the refresh that set our place; our last busy attempt was sent no later than that
- * refresh ran, so adding that gap counts the lease from the handover, never past Redis' expiry.
+ * The lease a handover gave us: counted from our last busy attempt's send time (it set our place; see
+ * handedOverFor), or, for a handover the channel has dated (Redlock), from the moment it gives.
  */
-export function handedOverFor(ctx: AcquireContext, handover: StoreHandover): number {
-  return handover.validFor + Math.max(0, ctx.waiterLease - handover.placeLeft);
-}
-
-/** The lease a handover gave us: counted from our last busy attempt, or from when the channel dated it. */
 export function handedOverLease(ctx: AcquireContext, keys: LockKeys, token: string, handover: Handover, ttl: number, lastBusySentAt: number): Lease {
-  if (handover.since !== undefined) {
-    return validLease(ctx, keys, token, newLease(keys, handover.fence, ttl, handover.since, handover.validFor), handover.since);
-  }
-  return validLease(ctx, keys, token, newLease(keys, handover.fence, ttl, lastBusySentAt, handedOverFor(ctx, handover)), lastBusySentAt);
+  const since = handover.since ?? lastBusySentAt;
+  const validFor = handover.since === undefined ? handedOverFor(handover, ctx.waiterLease) : handover.validFor;
+  return validLease(ctx, keys, token, newLease(keys, handover.fence, ttl, since, validFor), since);
 }
 
 /** A lease whose validity already ran out (Redis answered too late) counts as failed and is given back. */

@@ -1,4 +1,4 @@
-import type { DatedHandover, StoreHandover } from '../../core/handover-channel';
+import { DatedHandover, handedOverFor, StoreHandover } from '../../core/handover-channel';
 import { driftFor } from '../../core/lease';
 import type { PlaceOnNode } from './redlock-tickets';
 
@@ -15,18 +15,14 @@ export interface NodeHandover {
 /**
  * Dates one node's handover message by the place that node last confirmed for this wait. The node's
  * release ran after that attempt (the attempt saw a lower token than the handover's), so it used the
- * place that attempt set or a later one: the lease it set ends no earlier than the attempt's send time
- * plus the lease plus the time the place had run (the single-node rule, lease-grant.ts handedOverFor).
+ * place that attempt set or a later one, so its lease is counted from the attempt's send time by the
+ * single-node rule (handedOverFor).
  * Undefined when it cannot be counted: that node confirmed no place in this wait, or its last answer
  * came after the grant (it saw this token already, so the lock was not ours then: a stale message).
  */
 export function datedNodeHandover(place: PlaceOnNode | undefined, handover: StoreHandover, waiterLease: number): NodeHandover | undefined {
   if (!place || handover.fence <= place.lastFence) return undefined;
-  return {
-    fence: handover.fence,
-    since: place.sentAt,
-    until: place.sentAt + handover.validFor + Math.max(0, waiterLease - handover.placeLeft),
-  };
+  return { fence: handover.fence, since: place.sentAt, until: place.sentAt + handedOverFor(handover, waiterLease) };
 }
 
 /**

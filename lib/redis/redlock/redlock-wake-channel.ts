@@ -19,8 +19,9 @@ const MAJORITY_GRACE_MS = 25;
  * The service's wake channel on every node at once. A waiter registers on all of them. A majority of
  * nodes handing the lock to it with one token is a grant (redlock-handovers.ts): the waiter enters
  * without another round trip. Anything else only wakes it, and its next attempt decides: a majority
- * that does not agree on the token, or no majority of messages it can date within a short grace. `subscribed` once a majority of the subscriptions is confirmed: a lock needs
- * a majority, so those nodes' messages are enough to hear every handover that can make us the holder.
+ * that does not agree on the token, or no majority of messages it can date within a short grace.
+ * `subscribed` once a majority of the subscriptions is confirmed: a lock needs a majority, so those
+ * nodes' messages are enough to hear every handover that can make us the holder.
  */
 export class RedlockWakeChannel implements HandoverChannel {
   private readonly quorum: number;
