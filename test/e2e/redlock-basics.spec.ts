@@ -13,7 +13,7 @@ import { checkHistory, Section } from '../harness/history';
 import { RedisProcess } from '../harness/redis-process';
 import { RedlockNodes } from '../harness/redlock-nodes';
 import { SettleTracker } from './workers/support/settle-tracker';
-import { sleep } from './workers/support/timing';
+import { pollUntil, sleep } from './workers/support/timing';
 
 const stamp = (): string => process.hrtime.bigint().toString();
 const storeOf = (service: LockService): RedlockStore => service.engine.store as RedlockStore;
@@ -52,10 +52,7 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     );
   const scriptCalls = async (): Promise<number> => (await scriptCallsPerNode()).reduce((a, b) => a + b, 0);
   /** Whether `key` is gone from node `node` within half a second (a give-back runs after the attempt's answer). */
-  const goneFrom = async (node: number, key: string): Promise<boolean> => {
-    for (let i = 0; i < 50 && (await direct[node].exists(key)) === 1; i++) await sleep(10);
-    return (await direct[node].exists(key)) === 0;
-  };
+  const goneFrom = (node: number, key: string): Promise<boolean> => pollUntil(async () => (await direct[node].exists(key)) === 0, 500, 10);
 
   it('nodes agree on the proposed token: an uncontended acquire + release is one script per node each way, no fencing write-back', async () => {
     const a = await makeService('rb0:');
@@ -127,12 +124,11 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
       expect(await b.acquire('g', { onBusy: 'throw' }).catch((e: unknown) => e)).toBeInstanceOf(LockBusyError);
       // The late grant happened (the fault), and went back once b heard of it.
       let granted = false;
-      for (let i = 0; i < 100; i++) {
+      await pollUntil(async () => {
         const holder = await direct[2].get('rbl:{g}');
         if (holder !== null) granted = true;
-        if (granted && holder === null) break;
-        await sleep(5);
-      }
+        return granted && holder === null;
+      }, 500);
       expect(granted).toBe(true);
     } finally {
       nodes.proxies[2].setDelay(0);
@@ -211,18 +207,18 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     for (let round = 0; round < 5; round++) {
       // The last round's release on the third node may still be on its way (a release returns once a
       // majority released): start from every node free, so a takes all three.
-      for (let i = 0; i < 100 && (await Promise.all(direct.map((c) => c.exists('rbh:{k}', 'rbh:{k}:q')))).some((n) => n > 0); i++) await sleep(5);
+      await pollUntil(async () => (await Promise.all(direct.map((c) => c.exists('rbh:{k}', 'rbh:{k}:q')))).every((n) => n === 0), 500);
       const held = await a.acquire('k');
       const waiting = calls.track('waiter', b.acquire('k'));
       // Queued on every node (and subscribed) before the release.
-      for (let i = 0; i < 100 && (await Promise.all(direct.map((c) => c.zcard('rbh:{k}:q')))).some((n) => n === 0); i++) await sleep(5);
+      await pollUntil(async () => (await Promise.all(direct.map((c) => c.zcard('rbh:{k}:q')))).every((n) => n > 0), 500);
       await sleep(20);
       const before = await scriptCallsPerNode();
       await held.release();
       const lock = await waiting;
       // The waiter enters once a majority handed over: the third node's release may still be on its way.
       const sentSince = async () => (await scriptCallsPerNode()).map((n, i) => n - before[i]);
-      for (let i = 0; i < 100 && (await sentSince()).some((n) => n < 1); i++) await sleep(5);
+      await pollUntil(async () => (await sentSince()).every((n) => n >= 1), 500);
       await sleep(20); // an attempt of the waiter's own, had it sent one, would be counted by now
       const sent = await sentSince();
       // The release's script on each node and nothing else. (The old code took each handover message as
@@ -250,19 +246,14 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     await direct[2].set('rbp:{k}', 'other.3000.x', 'PX', 5_000);
     const lock = await a.acquire('k'); // nodes 0 and 1 grant; node 2 is busy and queues the attempt
     // The acquire returns once a majority granted: node 2's answer may still be on its way.
-    let queued = false;
-    for (let i = 0; i < 50 && !queued; i++) {
-      queued = (await direct[2].zscore('rbp:{k}:q', lock.token)) !== null;
-      if (!queued) await sleep(10);
-    }
-    expect(queued).toBe(true);
+    expect(await pollUntil(async () => (await direct[2].zscore('rbp:{k}:q', lock.token)) !== null, 500, 10)).toBe(true);
     expect(await lock.release()).toBe(true);
     // The release reached node 2 too (it returns once a majority released).
-    let left = false;
-    for (let i = 0; i < 50 && !left; i++) {
-      left = (await direct[2].zscore('rbp:{k}:q', lock.token)) === null && (await direct[2].zscore('rbp:{k}:w', lock.token)) === null;
-      if (!left) await sleep(10);
-    }
+    const left = await pollUntil(
+      async () => (await direct[2].zscore('rbp:{k}:q', lock.token)) === null && (await direct[2].zscore('rbp:{k}:w', lock.token)) === null,
+      500,
+      10,
+    );
     // (The old release returned at once on a node whose lock was not ours: the place stayed until it lapsed.)
     expect(left).toBe(true);
     expect(await direct[2].get('rbp:{k}')).toBe('other.3000.x');
