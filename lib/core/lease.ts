@@ -19,6 +19,9 @@ export interface Lease {
 /** Clock drift and timer lateness allowance, as Redlock computes it: 1% of the TTL plus 2 ms. */
 export const driftFor = (ttl: number): number => Math.floor(ttl * 0.01) + 2;
 
+/** Where a lease granted for `validFor` ms, counted from `since` (monotonic ms), ends for us: less the drift allowance. */
+export const leaseEnd = (since: number, validFor: number): number => since + validFor - driftFor(validFor);
+
 /** The watchdog renews at a third of the lease, leaving two more chances before it lapses. */
 export const renewIntervalFor = (ttl: number): number => Math.max(1, Math.floor(ttl / 3));
 
@@ -27,12 +30,12 @@ export const renewIntervalFor = (ttl: number): number => Math.max(1, Math.floor(
  * and renewed to `ttl` from then on. `validFor` is less than `ttl` for a lock handed over by a release.
  */
 export function newLease(keys: LockKeys, fence: number, ttl: number, sentAt: number, validFor: number = ttl): Lease {
-  return { keys, fence, ttl, deadline: sentAt + validFor - driftFor(validFor), renewAt: sentAt + renewIntervalFor(validFor), renewalInFlight: false };
+  return { keys, fence, ttl, deadline: leaseEnd(sentAt, validFor), renewAt: sentAt + renewIntervalFor(validFor), renewalInFlight: false };
 }
 
 /** Records a successful renewal or extension sent at `sentAt`. */
 export function renewLease(lease: Lease, ttl: number, sentAt: number): void {
   lease.ttl = ttl;
-  lease.deadline = sentAt + ttl - driftFor(ttl);
+  lease.deadline = leaseEnd(sentAt, ttl);
   lease.renewAt = sentAt + renewIntervalFor(ttl);
 }

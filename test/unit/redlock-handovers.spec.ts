@@ -14,21 +14,30 @@ import { monotonicNow } from '../../lib/time/clock';
  */
 describe('Redlock handovers counted from the nodes’ messages', () => {
   const LEASE = 3_000;
+  /** When the messages of the dating tests are heard: after every call they set places with. */
+  const HEARD = 10_000;
 
   describe('datedNodeHandover: one node’s message dated by the place that node last confirmed', () => {
     it('counts the lease from the attempt that set the place, plus the time the place had run', () => {
-      const dated = datedNodeHandover({ sentAt: 1_000, lastFence: 10 }, { fence: 11, validFor: 2_000, placeLeft: 2_500 }, LEASE);
+      const dated = datedNodeHandover({ sentAt: 1_000, lastFence: 10 }, { fence: 11, validFor: 2_000, placeLeft: 2_500 }, LEASE, HEARD);
       // The handover came 500 ms (server clock) after the refresh, which ran after the attempt was sent.
       expect(dated).toEqual({ fence: 11, since: 1_000, until: 1_000 + 2_000 + 500 });
     });
 
     it('is not counted when the node confirmed no place in this wait', () => {
-      expect(datedNodeHandover(undefined, { fence: 11, validFor: 2_000, placeLeft: 2_500 }, LEASE)).toBeUndefined();
+      expect(datedNodeHandover(undefined, { fence: 11, validFor: 2_000, placeLeft: 2_500 }, LEASE, HEARD)).toBeUndefined();
     });
 
     it('is not counted when the last answer saw its token already (the lease ran out unseen: a stale message)', () => {
-      expect(datedNodeHandover({ sentAt: 1_000, lastFence: 11 }, { fence: 11, validFor: 2_000, placeLeft: 2_500 }, LEASE)).toBeUndefined();
-      expect(datedNodeHandover({ sentAt: 1_000, lastFence: 12 }, { fence: 11, validFor: 2_000, placeLeft: 2_500 }, LEASE)).toBeUndefined();
+      expect(datedNodeHandover({ sentAt: 1_000, lastFence: 11 }, { fence: 11, validFor: 2_000, placeLeft: 2_500 }, LEASE, HEARD)).toBeUndefined();
+      expect(datedNodeHandover({ sentAt: 1_000, lastFence: 12 }, { fence: 11, validFor: 2_000, placeLeft: 2_500 }, LEASE, HEARD)).toBeUndefined();
+    });
+
+    it('is not counted when the place was set by a call sent after the message was heard (that call ran after the grant)', () => {
+      const handover = { fence: 11, validFor: 2_000, placeLeft: 2_500 };
+      expect(datedNodeHandover({ sentAt: 1_000, lastFence: 0 }, handover, LEASE, 1_000)).toBeUndefined();
+      expect(datedNodeHandover({ sentAt: 1_001, lastFence: 0 }, handover, LEASE, 1_000)).toBeUndefined();
+      expect(datedNodeHandover({ sentAt: 999, lastFence: 0 }, handover, LEASE, 1_000)).toEqual({ fence: 11, since: 999, until: 999 + 2_000 + 500 });
     });
   });
 
@@ -63,6 +72,15 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
         since: 100,
         validFor: 700,
       });
+    });
+
+    it('a majority whose combined lease has ended (the drift of its longer span counted) is not a grant: ask', () => {
+      // Each node's own lease still runs at 950 (ends 988 and 1,037 after their drift), but counted from
+      // the earliest place to the shortest end (6,000 ms) the drift allowance is 62 ms: it ended at 938.
+      const majority = [node(50, 0, 1_000), node(50, -5_000, 1_100)];
+      expect(majorityHandover(majority, 2, 930)).toEqual({ fence: 50, since: -5_000, validFor: 6_000 });
+      expect(majorityHandover(majority, 2, 938)).toBe('ask');
+      expect(majorityHandover(majority, 2, 950)).toBe('ask');
     });
   });
 
@@ -156,27 +174,32 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
     function setup() {
       const { channels, registered } = nodeChannels();
       const tickets = waitingTickets();
+      const handedOver: string[] = [];
       const channel = new RedlockWakeChannel(
         channels,
-        (token, lock, node, handover) =>
-          handover.since === undefined ? datedNodeHandover(tickets.placeOn(token, lock, node), handover, LEASE) : undefined,
+        {
+          datedHandover: (token, lock, node, handover, heardAt) =>
+            handover.since === undefined ? datedNodeHandover(tickets.placeOn(token, lock, node), handover, LEASE, heardAt) : undefined,
+          handedOver: (token) => void handedOver.push(token),
+        },
         GRACE,
       );
       const wakes: Array<Handover | undefined> = [];
       const unregister = channel.register('t', 'lock', (handover) => wakes.push(handover));
       const message = (node: number, fence: number) => registered[node]?.({ fence, validFor: 2_000, placeLeft: LEASE });
-      return { tickets, wakes, unregister, message, registered };
+      return { tickets, wakes, unregister, message, registered, handedOver };
     }
     const settle = () => new Promise((resolve) => setTimeout(resolve, GRACE + 30));
 
     it('two nodes handing over with one token: the waiter gets the lock, dated by the earlier place', async () => {
-      const { tickets, wakes, unregister, message } = setup();
+      const { tickets, wakes, unregister, message, handedOver } = setup();
       await place(tickets, 0, t0, 40);
       await place(tickets, 2, t0 - 10, 40);
       message(0, 41);
       expect(wakes).toEqual([]);
       message(2, 41);
       expect(wakes).toEqual([{ fence: 41, since: t0 - 10, validFor: 2_000 }]);
+      expect(handedOver).toEqual(['t']); // the store ends the acquisition's wait
       await settle();
       expect(wakes).toHaveLength(1); // no grace wake-up after the decision
       unregister();
@@ -210,6 +233,21 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
       await place(tickets, 1, t0, 40);
       message(0, 41);
       expect(wakes).toEqual([{ fence: 41, since: t0, validFor: 2_000 }]);
+      unregister();
+    });
+
+    it('a message is never dated by a call sent after it was heard (a node restarted empty answers it with a lower last token)', async () => {
+      const { tickets, wakes, unregister, message } = setup();
+      await place(tickets, 0, t0, 40);
+      let fail!: (error: Error) => void;
+      const onItsWay = tickets.track('t', 'lock', 1, t0, new Promise<number>((_resolve, reject) => (fail = reject)), (fence) => fence);
+      message(1, 41); // heard while node 1's call is on its way: not counted
+      fail(new Error('connection lost')); // node 1 restarts empty
+      await onItsWay.catch(() => undefined);
+      // A give-back sent to node 1 after the restart: the node's last token is gone, it answers 0.
+      await place(tickets, 1, monotonicNow(), 0);
+      message(0, 41);
+      expect(wakes.filter((w) => w !== undefined)).toEqual([]); // before: a grant on nodes 0 and 1
       unregister();
     });
 
@@ -266,7 +304,7 @@ describe('Redlock handovers counted from the nodes’ messages', () => {
       const { nodes, replies, held, gaveBack } = scriptedNodes();
       const store = new RedlockStore(nodes, { keyPrefix: 'x:', waiterLease: LEASE, nodeRecoveryDelay: 0, nodeTimeout: 1_000 });
       const { channels, registered } = nodeChannels();
-      const channel = new RedlockWakeChannel(channels, (t, l, n, h) => store.datedHandover(t, l, n, h), GRACE_MS);
+      const channel = new RedlockWakeChannel(channels, store, GRACE_MS);
       const keys = store.keysFor('k');
       const token = 'svc.3000.w';
       const wakes: Array<Handover | undefined> = [];

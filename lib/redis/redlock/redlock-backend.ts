@@ -41,7 +41,7 @@ export class RedlockBackend implements LockBackend {
             logger,
           ),
       ),
-      (token, lockName, node, handover) => this.store.datedHandover(token, lockName, node, handover),
+      this.store,
       redlock.nodeTimeout,
     );
   }

@@ -84,13 +84,18 @@ export class RedlockStore implements LockStore {
     const n = this.nodes.length;
     const sentAt = monotonicNow();
     const late = new LateVotes<NodeAcquire>();
+    /** The number of this attempt's call to each node (RedlockTickets), when waiting. */
+    const calls: Array<number | undefined> = [];
     // Decided at once when a majority agrees; once a majority answered without agreeing, the others get a
     // short grace (a frozen node must not cost every such attempt its whole bound); else each node's bound.
     const votes = await askAll(
       this.nodes,
       (node, i) => {
         const call = node.run(REDLOCK_SCRIPTS.acquire, 'acquire', keys, args, nodeAcquire);
-        return joinQueue ? this.tickets.track(token, keys.lock, i, sentAt, call, placeAfterAttempt) : call;
+        if (!joinQueue) return call;
+        const tracked = this.tickets.track(token, keys.lock, i, sentAt, call, placeAfterAttempt);
+        calls[i] = this.tickets.lastCallTo(token, keys.lock, i);
+        return tracked;
       },
       (v) => count(v, isOurs) >= this.quorum || count(v, isBusy) >= this.quorum,
       // Counting only votes (not recovering nodes), so the grace never turns a wait into "too few answered".
@@ -128,7 +133,15 @@ export class RedlockStore implements LockStore {
       // a busy answer (the common case) wrote nothing to give back, or queued us, which a waiter keeps.
       if (ours > 0) this.giveBack(keys, token, ticket, joinQueue, indexesOf(votes, isOurs));
       late.handle((index, vote) => {
-        if (!vote.ok || vote.value.kind === 'ours') this.giveBack(keys, token, ticket, joinQueue, [index]);
+        if (vote.ok && vote.value.kind !== 'ours') return;
+        // A waiting acquisition gives a late grant back only while this attempt's call is the last it
+        // sent that node. A later attempt runs after it there and finds that grant ours: its own answer
+        // decides, and a give-back sent now would run after it and delete a lock it may have counted
+        // (a double grant). An acquisition that is over needs none: it won or was handed the lock (the
+        // grant is part of its hold, freed by its release), or it was abandoned or released on every
+        // node after this call.
+        if (joinQueue && !this.tickets.isLastCall(token, keys.lock, index, calls[index])) return;
+        this.giveBack(keys, token, ticket, joinQueue, [index]);
       });
       const answered = count(votes);
       const recovering = count(votes, (r) => r.kind === 'recovering');
@@ -143,10 +156,19 @@ export class RedlockStore implements LockStore {
     }
   }
 
-  /** One node's handover message to a waiter, dated by the place that node last confirmed (redlock-handovers.ts). */
-  datedHandover(token: string, lock: string, node: number, handover: Handover): NodeHandover | undefined {
+  /** One node's handover message to a waiter, heard at `heardAt`, dated by the place that node last confirmed (redlock-handovers.ts). */
+  datedHandover(token: string, lock: string, node: number, handover: Handover, heardAt: number): NodeHandover | undefined {
     if (handover.since !== undefined) return undefined;
-    return datedNodeHandover(this.tickets.placeOn(token, lock, node), handover, this.settings.waiterLease);
+    return datedNodeHandover(this.tickets.placeOn(token, lock, node), handover, this.settings.waiterLease, heardAt);
+  }
+
+  /**
+   * A majority of nodes handed the lock to `token`: the acquisition is over, as after a won attempt.
+   * An attempt still on its way to another node needs no give-back (see `acquire`): a grant there is
+   * ours as well, and the release frees it.
+   */
+  handedOver(token: string, lock: string): void {
+    this.tickets.forget(token, lock);
   }
 
   /**

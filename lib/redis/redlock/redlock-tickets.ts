@@ -1,6 +1,6 @@
 import { monotonicNow, wallClockMicros } from '../../time/clock';
 
-/** An acquisition that did not end cleanly (its caller vanished) loses its ticket after this long. */
+/** An acquisition that made no attempt for this long (its caller vanished) loses its ticket. */
 const TICKET_MAX_AGE_MS = 10 * 60_000;
 /** Sweep forgotten tickets when the map grows past this. */
 const SWEEP_ABOVE = 10_000;
@@ -19,10 +19,13 @@ interface NodeView {
   place?: PlaceOnNode;
   /** Calls sent to the node that can change our hold or place there, not answered yet. */
   asking: number;
+  /** The number (RedlockTickets-wide, increasing) of the last such call sent to the node. */
+  lastCall: number;
 }
 
 interface Ticket {
   ticket: string;
+  /** When the acquisition last made an attempt (monotonic ms): a live wait makes one every third of waiterLease. */
   at: number;
   /** By node index. */
   nodes: NodeView[];
@@ -35,17 +38,24 @@ interface Ticket {
  * two clients never share a head on one node, and every node agrees on the same order.
  *
  * Beside the ticket: each node's last confirmed place, which dates that node's handover messages
- * (redlock-handovers.ts), and whether a call that can change it is on its way.
+ * (redlock-handovers.ts), whether a call that can change it is on its way, and which call was sent
+ * there last. The entry lives while the acquisition waits; once it is over (won, handed the lock,
+ * released, abandoned) its calls are not tracked any more.
  */
 export class RedlockTickets {
   private readonly tickets = new Map<string, Ticket>();
   private lastMicros = 0;
+  /** Numbers every tracked call, across acquisitions: a number never repeats, even after a ticket is picked again. */
+  private calls = 0;
 
   /** The ticket of `token`'s acquisition of `lock`; a first attempt (`retry` false) picks a fresh one. */
   of(token: string, lock: string, retry: boolean): string {
     const id = `${token} ${lock}`;
     const known = this.tickets.get(id);
-    if (known && retry) return known.ticket;
+    if (known && retry) {
+      known.at = monotonicNow();
+      return known.ticket;
+    }
     if (this.tickets.size >= SWEEP_ABOVE) this.sweep();
     const ticket = String(this.nextMicros());
     this.tickets.set(id, { ticket, at: monotonicNow(), nodes: [] });
@@ -66,6 +76,7 @@ export class RedlockTickets {
     const view = this.viewOf(token, lock, node);
     if (!view) return call;
     view.asking++;
+    view.lastCall = ++this.calls;
     return call.then(
       (reply) => {
         view.asking--;
@@ -89,10 +100,27 @@ export class RedlockTickets {
     return view && view.asking === 0 ? view.place : undefined;
   }
 
+  /**
+   * The number of the last call tracked to node `node` for this acquisition: undefined once it is over.
+   * Read right after `track` to name that call (see `isLastCall`).
+   */
+  lastCallTo(token: string, lock: string, node: number): number | undefined {
+    return this.tickets.get(`${token} ${lock}`)?.nodes[node]?.lastCall;
+  }
+
+  /**
+   * Whether call number `call` is still the last one this acquisition sent node `node`, the
+   * acquisition still waiting. A later call runs after it on that node's connection, so that call's
+   * own answer says what to do with the node.
+   */
+  isLastCall(token: string, lock: string, node: number, call: number | undefined): boolean {
+    return call !== undefined && this.lastCallTo(token, lock, node) === call;
+  }
+
   private viewOf(token: string, lock: string, node: number): NodeView | undefined {
     const known = this.tickets.get(`${token} ${lock}`);
     if (!known) return undefined;
-    return (known.nodes[node] ??= { asking: 0 });
+    return (known.nodes[node] ??= { asking: 0, lastCall: 0 });
   }
 
   /** Strictly increasing within this process: two acquisitions of one client never tie. */

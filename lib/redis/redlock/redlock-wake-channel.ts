@@ -4,8 +4,13 @@ import { monotonicNow } from '../../time/clock';
 import { quorumOf } from './quorum';
 import { majorityHandover, NodeHandover } from './redlock-handovers';
 
-/** Dates one node's handover message for the waiter `token` on `lockName` (RedlockStore.datedHandover). */
-export type DateNodeHandover = (token: string, lockName: string, node: number, handover: Handover) => NodeHandover | undefined;
+/** What the channel asks the store about one waiter's handover messages (RedlockStore). */
+export interface NodeHandovers {
+  /** Dates node `node`'s message to the waiter `token` on `lockName`, heard at `heardAt` (monotonic ms); undefined: not counted. */
+  datedHandover(token: string, lockName: string, node: number, handover: Handover, heardAt: number): NodeHandover | undefined;
+  /** A majority of the nodes handed the lock to `token`: its acquisition is over. */
+  handedOver(token: string, lockName: string): void;
+}
 
 /**
  * How long a waiter that heard some nodes hand it the lock waits for the rest of a majority before it
@@ -30,7 +35,7 @@ export class RedlockWakeChannel implements HandoverChannel {
 
   constructor(
     private readonly channels: readonly WakeChannel[],
-    private readonly date: DateNodeHandover,
+    private readonly handovers: NodeHandovers,
     nodeTimeout: number,
   ) {
     this.quorum = quorumOf(channels.length);
@@ -54,7 +59,7 @@ export class RedlockWakeChannel implements HandoverChannel {
   }
 
   register(token: string, lockName: string, wake: (handover?: Handover) => void): () => void {
-    const heard = new Map<number, Handover>();
+    const heard = new Map<number, { handover: Handover; heardAt: number }>();
     let grace: NodeJS.Timeout | undefined;
     const stopGrace = () => {
       clearTimeout(grace);
@@ -67,11 +72,12 @@ export class RedlockWakeChannel implements HandoverChannel {
         wake();
         return;
       }
-      heard.set(node, handover);
+      const now = monotonicNow();
+      heard.set(node, { handover, heardAt: now });
       // Dated each time: the answer that dates a message can come after it (another connection), and
       // an attempt since an earlier message may have shown that one stale.
-      const counted = [...heard].flatMap(([n, h]) => this.date(token, lockName, n, h) ?? []);
-      const decided = majorityHandover(counted, this.quorum, monotonicNow());
+      const counted = [...heard].flatMap(([n, h]) => this.handovers.datedHandover(token, lockName, n, h.handover, h.heardAt) ?? []);
+      const decided = majorityHandover(counted, this.quorum, now);
       if (decided === undefined) {
         grace ??= setTimeout(() => {
           grace = undefined;
@@ -81,8 +87,9 @@ export class RedlockWakeChannel implements HandoverChannel {
       }
       stopGrace();
       heard.clear();
-      if (decided === 'ask') wake();
-      else wake(decided);
+      if (decided === 'ask') return wake();
+      this.handovers.handedOver(token, lockName);
+      wake(decided);
     };
     const unregister = this.channels.map((c, node) => c.register(token, lockName, (handover) => hear(node, handover)));
     return () => {

@@ -42,8 +42,9 @@ local function queue_up(queue, waiters, token, ticket, lease, now_ms)
 end
 
 -- Hands the lock (free, or ours and being given up) to the live waiter with the lowest ticket and
--- tells its service (same message as the single-node scripts). In this mode the message is only a
--- wake-up: the waiter's next attempt counts this node's vote with the others'.
+-- tells its service (same message as the single-node scripts). In this mode one node's message is
+-- one vote: the waiter enters once a majority of nodes handed it over with one token, else asks again
+-- (redlock-handovers.ts).
 -- \`proposal\`: the releaser's fence proposal (fence-proposal.ts), so every node hands over with one token.
 -- Returns 'granted', 'empty', or 'purging' (only stale entries seen, and more are queued).
 local function hand_to_head(lock, fence_key, queue, waiters, channel_prefix, proposal)
