@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import Redis, { Cluster, Command } from 'ioredis';
+import Redis, { Cluster, Command, type Pipeline, type RedisOptions } from 'ioredis';
 import type { RedisClient } from './redis-connection';
 
 /** What ioredis' `pipeline.exec()` resolves to: one [error, reply] per command. */
@@ -39,6 +39,28 @@ export function isNoScript(error: unknown): boolean {
 
 type Call = (...args: CommandArg[]) => Promise<unknown>;
 
+/** What a Command is constructed with when its arguments are set afterwards (see evalshaCommand). */
+const NO_ARGS: CommandArg[] = [];
+
+/**
+ * An EVALSHA as ioredis' public Command, built as its generated `evalsha` method builds it (same reply
+ * encoding, key prefix and error stack) minus its argument shuffling (1 µs less per call), for a
+ * client's `sendCommand` or a pipeline's. The constructor copies its arguments with Array#flat, about
+ * 90 ns per argument on Node 20 (1.2 µs for an acquire's 13); ours are flat text already, so they are
+ * set afterwards. Not with a key prefix: then the constructor must see the keys to prefix them.
+ */
+function evalshaCommand(options: RedisOptions, script: LuaScript, args: readonly CommandArg[]): Command {
+  const evalshaArgs = [script.sha, script.numberOfKeys, ...args];
+  const keyPrefix = options.keyPrefix;
+  const command = new Command('evalsha', keyPrefix ? evalshaArgs : NO_ARGS, {
+    replyEncoding: 'utf8',
+    keyPrefix,
+    errorStack: options.showFriendlyErrorStack ? new Error() : undefined,
+  });
+  if (!keyPrefix) command.args = evalshaArgs;
+  return command;
+}
+
 /**
  * Runs scripts on one client. The first call of each script goes as EVAL (the server caches it),
  * later ones as EVALSHA. Sending EVAL first, rather than EVALSHA and EVAL after a NOSCRIPT reply,
@@ -67,15 +89,7 @@ export class ScriptRunner {
     const commands = this.client as unknown as { evalsha: Call; eval: Call };
     if (this.sendsText(script, attempt)) return commands.eval(script.lua, script.numberOfKeys, ...args);
     if (!this.ownCommands) return commands.evalsha(script.sha, script.numberOfKeys, ...args);
-    // ioredis' public Command + sendCommand, built as its generated `evalsha` method builds them (same
-    // reply encoding, key prefix and error stack) minus its argument shuffling: 1 µs less per call.
-    const options = (this.client as Redis).options;
-    const command = new Command('evalsha', [script.sha, script.numberOfKeys, ...args], {
-      replyEncoding: 'utf8',
-      keyPrefix: options.keyPrefix,
-      errorStack: options.showFriendlyErrorStack ? new Error() : undefined,
-    });
-    return this.client.sendCommand(command) as Promise<unknown>;
+    return this.client.sendCommand(evalshaCommand((this.client as Redis).options, script, args)) as Promise<unknown>;
   }
 
   /**
@@ -122,7 +136,7 @@ export class ScriptRunner {
       const pipeline = client.pipeline();
       argLists.forEach((args, i) => {
         if (i === 0 && loadFirst) pipeline.eval(script.lua, script.numberOfKeys, ...args);
-        else pipeline.evalsha(script.sha, script.numberOfKeys, ...args);
+        else (pipeline as Pipeline).sendCommand(evalshaCommand(client.options, script, args));
       });
       // Its reply (replicas that confirmed all of the above) comes last in the results.
       if (waitArgs) pipeline.call('WAIT', ...waitArgs);
