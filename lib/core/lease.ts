@@ -14,6 +14,8 @@ export interface Lease {
   renewAt: number;
   /** A renewal for this lease is on the wire; do not send another. */
   renewalInFlight: boolean;
+  /** How many calls that set the key's expiry (renewals, extends) were sent since the grant: the last one's number. */
+  expiryCalls: number;
 }
 
 /** Clock drift and timer lateness allowance, as Redlock computes it: 1% of the TTL plus 2 ms. */
@@ -30,11 +32,34 @@ export const renewIntervalFor = (ttl: number): number => Math.max(1, Math.floor(
  * and renewed to `ttl` from then on. `validFor` is less than `ttl` for a lock handed over by a release.
  */
 export function newLease(keys: LockKeys, fence: number, ttl: number, sentAt: number, validFor: number = ttl): Lease {
-  return { keys, fence, ttl, deadline: leaseEnd(sentAt, validFor), renewAt: sentAt + renewIntervalFor(validFor), renewalInFlight: false };
+  return {
+    keys,
+    fence,
+    ttl,
+    deadline: leaseEnd(sentAt, validFor),
+    renewAt: sentAt + renewIntervalFor(validFor),
+    renewalInFlight: false,
+    expiryCalls: 0,
+  };
 }
 
-/** Records a successful renewal or extension sent at `sentAt`. */
-export function renewLease(lease: Lease, ttl: number, sentAt: number): void {
+/**
+ * A call that sets the key's expiry to `ttl` (a renewal, an extend) is sent at `sentAt`; returns its
+ * number for `renewLease`. Redis may run it any moment from now, so a shorter `ttl` than the lease
+ * has left brings the deadline down at once: even if its answer never comes, the key may expire then.
+ */
+export function expiryCallSent(lease: Lease, ttl: number, sentAt: number): number {
+  lease.deadline = Math.min(lease.deadline, leaseEnd(sentAt, ttl));
+  return ++lease.expiryCalls;
+}
+
+/**
+ * Records a successful renewal or extension: call number `call`, sent at `sentAt`. Only the last call
+ * sent counts: one sent after it runs after it on the key's connection, and its own answer decides
+ * (an earlier renewal answered after a shorter extend must not restore the longer lease).
+ */
+export function renewLease(lease: Lease, ttl: number, sentAt: number, call: number): void {
+  if (call !== lease.expiryCalls) return;
   lease.ttl = ttl;
   lease.deadline = leaseEnd(sentAt, ttl);
   lease.renewAt = sentAt + renewIntervalFor(ttl);

@@ -1,7 +1,7 @@
 import { LockLostError, LockLostReason } from '../errors/lock-lost.error';
 import { monotonicNow } from '../time/clock';
 import { nextTurn } from '../time/sleep';
-import { Lease, renewLease } from './lease';
+import { expiryCallSent, Lease, renewLease } from './lease';
 import type { LockRuntime } from './lock-runtime';
 import type { ResolvedLockOptions } from '../options/resolve-options';
 import { assertTtl } from '../options/validate-options';
@@ -120,13 +120,18 @@ export class Lock implements LockHandle, AsyncDisposable {
     assertTtl('extend(ttl)', ttl);
     this.assertHeld();
     const sentAt = monotonicNow();
+    // The watchdog renews to the lease's ttl: renewals sent from now on carry the new one.
+    const calls = this.leases.map((l) => {
+      l.ttl = ttl;
+      return expiryCallSent(l, ttl, sentAt);
+    });
     const extended = await settleAll(this.leases.map((l) => this.runtime.store.extend(l.keys, this.token, ttl)));
     this.assertHeld();
     if (extended.includes(false)) {
       this.markLost('not-owner', 'extend() found another owner token (or none) in Redis');
       this.assertHeld();
     }
-    for (const lease of this.leases) renewLease(lease, ttl, sentAt);
+    this.leases.forEach((lease, i) => renewLease(lease, ttl, sentAt, calls[i]));
     this.runtime.watchdog.track(this);
   }
 

@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { monotonicNow } from '../time/clock';
 import { nextTurn } from '../time/sleep';
-import { Lease, driftFor, renewIntervalFor, renewLease } from './lease';
+import { Lease, driftFor, expiryCallSent, renewIntervalFor, renewLease } from './lease';
 import type { Lock } from './lock';
 import type { LockStats } from './lock-stats';
 import type { LockMetrics } from '../observability/lock-metrics';
@@ -203,6 +203,7 @@ export class Watchdog {
   private async renew(due: readonly DueRenewal[]): Promise<void> {
     const requests: RenewRequest[] = due.map(({ lock, lease }) => ({ keys: lease.keys, token: lock.token, ttl: lease.ttl }));
     const sentAt = monotonicNow();
+    const calls = due.map(({ lease }, i) => expiryCallSent(lease, requests[i].ttl, sentAt));
     const results = await this.store.renewMany(requests);
     const answeredAt = monotonicNow();
     results.forEach((result, i) => {
@@ -216,7 +217,7 @@ export class Watchdog {
         // A reply that came back after the old deadline cannot revive the lease: someone else may
         // have held the key in between by Redis' clock.
         if (answeredAt >= lease.deadline) return lock.checkDeadline(answeredAt);
-        renewLease(lease, requests[i].ttl, sentAt);
+        renewLease(lease, requests[i].ttl, sentAt, calls[i]);
       } else if (result === false) {
         this.metrics.renewal(lock.options.name, 'lost');
         lock.markLost('not-owner', 'a renewal found another owner token (or none) in Redis: the lease had already expired');

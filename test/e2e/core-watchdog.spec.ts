@@ -188,4 +188,34 @@ describe('watchdog renewals seen from Redis', () => {
     expect(await client.exists(`wd:{${released!.key}}`)).toBe(0);
     await Promise.all(held.map((l) => l.release()));
   });
+
+  it('extend() to a shorter ttl while a renewal is on the wire: the holder never counts on more than Redis keeps', async () => {
+    const holder = await makeService();
+    const other = await makeService();
+    const lock = await holder.acquire('shorten', { ttl: 3_000 });
+    // The watchdog's next renewal (PEXPIRE 3000) goes out, and the holder calls extend(400) right behind
+    // it: Redis runs the renewal, then the extend. Both answers arrive together; the extend's is read first.
+    const store = holder.engine.store as unknown as { renewMany: (requests: unknown[]) => Promise<unknown> };
+    const renewMany = store.renewMany.bind(store);
+    let extending: Promise<void> | undefined;
+    store.renewMany = (requests) => {
+      const renewing = renewMany(requests);
+      extending ??= lock.extend(400);
+      return renewing;
+    };
+    await pollUntil(() => extending !== undefined, 3_000);
+    await extending;
+    await sleep(20); // every continuation has run
+    const pttl = await client.pttl('wd:{shorten}');
+    expect(pttl).toBeGreaterThan(300); // the fault: the extend ran last in Redis
+    expect(pttl).toBeLessThanOrEqual(400);
+    // Before: the renewal's answer, applied after the extend's, put the deadline back ~3 s away.
+    expect(lock.deadline - performance.now()).toBeLessThanOrEqual(pttl);
+    await sleep(pttl + 50);
+    // The watchdog renews to the extended ttl from then on, so the holder keeps the key; whoever has it, never both.
+    expect(await client.pttl('wd:{shorten}')).toBeLessThanOrEqual(400);
+    const taken = await other.tryAcquire('shorten', { ttl: 3_000 });
+    expect(lock.isHeld() && taken !== null).toBe(false);
+    await taken?.release();
+  });
 });
