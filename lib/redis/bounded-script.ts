@@ -5,8 +5,8 @@ import { CommandArg, isNoScript, LuaScript, ScriptRunner } from './lua-script';
 
 /**
  * One script call the way every store sends it: bounded by `deadlines` (a NOSCRIPT reply is answered
- * once with the script's text), parsed by `parse`, and a script's refusal of damaged state turned
- * into `LockStateError` naming the key.
+ * once with the script's text, unless `retryIf` says otherwise), parsed by `parse`, and a script's
+ * refusal of damaged state turned into `LockStateError` naming the key.
  */
 export function runBoundedScript<T = unknown>(
   deadlines: CommandDeadlines,
@@ -16,12 +16,13 @@ export function runBoundedScript<T = unknown>(
   keys: LockRedisKeys,
   args: readonly CommandArg[],
   parse?: (reply: unknown) => T,
+  retryIf: (error: unknown) => boolean = isNoScript,
 ): Promise<T> {
   return deadlines.bound(
     operation,
     (attempt) => scripts.run(script, args, attempt),
     parse,
-    isNoScript,
+    retryIf,
     (error) => lockStateError(keys, operation, error),
   );
 }

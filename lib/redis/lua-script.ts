@@ -72,6 +72,11 @@ function evalshaCommand(options: RedisOptions, script: LuaScript, args: readonly
 export class ScriptRunner {
   private readonly sent = new Set<LuaScript>();
   /**
+   * The socket `sent` was sent on. A new one (ioredis reconnected: often a restarted server, which
+   * lost its script cache) starts over with EVAL, instead of a NOSCRIPT detour per script.
+   */
+  private sentOn?: unknown;
+  /**
    * A client made by this copy of ioredis takes our Command objects; one from another copy (a user's
    * nested node_modules) only gets calls through its own methods.
    */
@@ -109,11 +114,21 @@ export class ScriptRunner {
     return [reply, Number(acks)];
   }
 
+  /** The server lost its script cache (a NOSCRIPT reply the caller does not retry): every script's next call goes as EVAL. */
+  forgetSent(): void {
+    this.sent.clear();
+  }
+
   /**
    * Whether a call of `script` goes as EVAL (its text): the first on this client, or `attempt` 1
    * after a NOSCRIPT. Either way the server has it cached afterwards, so later calls go by SHA1.
    */
   private sendsText(script: LuaScript, attempt: number): boolean {
+    const socket = (this.client as { stream?: unknown }).stream;
+    if (socket !== this.sentOn) {
+      this.sent.clear();
+      this.sentOn = socket;
+    }
     if (attempt === 0 && this.sent.has(script)) return false;
     this.sent.add(script);
     return true;

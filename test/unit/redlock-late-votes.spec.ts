@@ -1,3 +1,6 @@
+import type { LuaScript } from '../../lib/redis/lua-script';
+import type { RedisClient } from '../../lib/redis/redis-connection';
+import { RedlockNode } from '../../lib/redis/redlock/redlock-node';
 import { REDLOCK_SCRIPTS } from '../../lib/redis/redlock/redlock-scripts';
 import { RedlockStore } from '../../lib/redis/redlock/redlock-store';
 import { RedlockTickets } from '../../lib/redis/redlock/redlock-tickets';
@@ -164,5 +167,117 @@ describe('RedlockTickets: which call to a node was the last', () => {
       // An acquisition that stopped asking (its caller vanished) was swept: asked again, it starts over.
       expect(tickets.of('gone', 'lock', true)).not.toBe(gone);
     });
+  });
+});
+
+describe('Redlock: a node that lost its script cache', () => {
+  const W = 'svcw.3000.w';
+  const H = 'svch.3000.h';
+  const C = 'svcc.3000.c';
+  const TTL = 3_000;
+  const scripts: LuaScript[] = Object.values(REDLOCK_SCRIPTS);
+  const nameOf = (script: LuaScript) => Object.entries(REDLOCK_SCRIPTS).find(([, v]) => v === script)?.[0];
+  const flush = async () => {
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+  };
+
+  /**
+   * Real RedlockNodes (ScriptRunner, CommandDeadlines) over fake clients: each connection runs its
+   * calls in the order sent, one per `step`, against the simulated nodes, with a per-node script
+   * cache that answers NOSCRIPT once a node has lost it.
+   */
+  function nodesWithScriptCaches() {
+    const sim = simulatedRedlockNodes(() => ({ holder: H, fence: 40, queue: new Map() }));
+    const caches = [0, 1, 2].map(() => new Set(scripts.map((s) => s.sha)));
+    const wire: Array<Array<{ what: string; run: () => void }>> = [[], [], []];
+    const client = (i: number) => ({
+      status: 'ready',
+      options: { host: '127.0.0.1', port: 7000 + i },
+      defineCommand: () => undefined,
+      duplicate: () => undefined,
+      on: () => undefined,
+      off: () => undefined,
+      evalsha: (sha: string, _keys: string, ...args: string[]) =>
+        new Promise((resolve, reject) => {
+          const script = scripts.find((s) => s.sha === sha)!;
+          wire[i].push({
+            what: `EVALSHA ${nameOf(script)}`,
+            run: () =>
+              caches[i].has(sha) ? resolve(sim.direct(i, script, args)) : reject(new Error('NOSCRIPT No matching script. Please use EVAL.')),
+          });
+        }),
+      eval: (lua: string, _keys: string, ...args: string[]) =>
+        new Promise((resolve) => {
+          const script = scripts.find((s) => s.lua === lua)!;
+          wire[i].push({
+            what: `EVAL ${nameOf(script)}`,
+            run: () => {
+              caches[i].add(script.sha);
+              resolve(sim.direct(i, script, args));
+            },
+          });
+        }),
+    });
+    const nodes = [0, 1, 2].map((i) => new RedlockNode(client(i) as unknown as RedisClient, 60_000, 60_000));
+    // A long-running service: every script has been sent on these connections before.
+    for (const node of nodes) for (const script of scripts) (node as unknown as { scripts: { sent: Set<LuaScript> } }).scripts.sent.add(script);
+    const store = new RedlockStore(nodes, { keyPrefix: 'x:', waiterLease: 3_000, nodeRecoveryDelay: 0, nodeTimeout: 60_000 });
+    const ran: string[][] = [[], [], []];
+    const step = (i: number) => {
+      const next = wire[i].shift();
+      if (!next) throw new Error(`nothing sent to node ${i}`);
+      ran[i].push(next.what);
+      next.run();
+    };
+    return { sim, caches, store, keys: store.keysFor('k'), step, pending: (i: number) => wire[i].length, ran };
+  }
+
+  it('a call answered NOSCRIPT is not sent again behind later calls: a late give-back never overtakes an attempt', async () => {
+    const { sim, caches, store, keys, step, pending, ran } = nodesWithScriptCaches();
+    const release = (i: number, token: string) =>
+      sim.direct(i, REDLOCK_SCRIPTS.release, [keys.lock, keys.fence, keys.queue, keys.waiters, token, 'x:w:', '1']);
+    const cAsks = (i: number) =>
+      sim.direct(i, REDLOCK_SCRIPTS.acquire, [keys.lock, keys.fence, keys.queue, keys.waiters, 'm', C, String(TTL), '1', '0', '1', '3000']);
+    const first = store.acquire(keys, W, TTL, true, false);
+    for (const i of [0, 1, 2]) step(i);
+    expect(await first).toMatchObject({ acquired: false });
+    caches[2].clear(); // node 2 restarted with its data (AOF), or SCRIPT FLUSH: its script cache is empty
+
+    // Retry k: busy on nodes 0 and 1 (decided); node 2 slow. H's release hands nodes 0 and 2 to W; C queues on 1 and 2.
+    const k = store.acquire(keys, W, TTL, true, true);
+    step(0);
+    step(1);
+    expect(await k).toMatchObject({ acquired: false });
+    expect(release(0, H)).toBe(2);
+    expect(release(2, H)).toBe(2);
+    cAsks(1);
+    cAsks(2);
+    // Node 2 runs k: NOSCRIPT. It then runs the next call W sent it (before the fix: k again, as EVAL,
+    // whose late grant sends a give-back; after: the give-back for the failed k, as EVAL).
+    step(2);
+    await flush();
+    step(2);
+    await flush();
+    // W asks again (k+1) while node 2 may still have calls of W's to run.
+    const k1 = store.acquire(keys, W, TTL, true, true);
+    step(0); // ours on node 0
+    await flush();
+    while (pending(2) > 0) {
+      step(2);
+      await flush();
+    }
+    step(1); // node 1, still H's: busy
+    await flush();
+    const result = await k1;
+    // C asks node 2 again, and H's delayed release reaches node 1.
+    cAsks(2);
+    release(1, H);
+    // Whatever W was told, the nodes agree: never W and C both on a majority, and W holds one if told so.
+    if (result.acquired) expect(sim.heldBy(W)).toBeGreaterThanOrEqual(2);
+    expect(sim.heldBy(W) >= 2 && sim.heldBy(C) >= 2).toBe(false);
+    expect(result.acquired && sim.heldBy(C) >= 2).toBe(false);
+    // The fault happened (node 2 answered NOSCRIPT), and every later call there loaded its script.
+    expect(ran[2][1]).toBe('EVALSHA acquire');
+    expect(ran[2].slice(2).every((what) => what.startsWith('EVAL '))).toBe(true);
   });
 });

@@ -4,7 +4,7 @@ import { CommandDeadlines } from '../command-deadlines';
 import { ConnectionState } from '../connection-state';
 import type { LockRedisKeys } from '../lock-redis-keys';
 import { runBoundedScript } from '../bounded-script';
-import { CommandArg, LuaScript, ScriptRunner } from '../lua-script';
+import { CommandArg, isNoScript, LuaScript, ScriptRunner } from '../lua-script';
 import { createRedisConnection, RedisClient } from '../redis-connection';
 import { WriteBatcher } from '../write-batcher';
 
@@ -21,6 +21,18 @@ export class RedlockNode {
   private readonly scripts: ScriptRunner;
   /** Many locks in flight: their commands to this node leave in few socket writes, as in single mode. */
   private readonly writes: WriteBatcher;
+  /**
+   * A call answered NOSCRIPT fails; it is not sent again as EVAL. That retry would leave one round
+   * trip later, behind calls sent since, and a node must run one acquisition's calls in the order
+   * they were sent: a give-back overtaken by a later attempt would delete the lock that attempt
+   * counted (RedlockStore.acquire). The call did not run, which a failed call allows for; the next
+   * call of every script goes as EVAL (the node's cache is gone: a SCRIPT FLUSH; after a restart
+   * the new connection starts over with EVAL anyway).
+   */
+  private readonly failOnNoScript = (error: unknown): boolean => {
+    if (isNoScript(error)) this.scripts.forgetSent();
+    return false;
+  };
 
   constructor(option: RedisConnectionOption, commandTimeout: number, nodeTimeout: number) {
     const { client, owned } = createRedisConnection(option, commandTimeout);
@@ -39,7 +51,7 @@ export class RedlockNode {
 
   run<T = unknown>(script: LuaScript, operation: string, keys: LockRedisKeys, args: CommandArg[], parse?: (reply: unknown) => T): Promise<T> {
     this.writes.beforeSend(this.deadlines.inFlight > 0);
-    return runBoundedScript(this.deadlines, this.scripts, script, operation, keys, args, parse);
+    return runBoundedScript(this.deadlines, this.scripts, script, operation, keys, args, parse, this.failOnNoScript);
   }
 
   exists(key: string): Promise<boolean> {
