@@ -13,7 +13,7 @@ import type { RedlockStore } from '../../lib/redis/redlock/redlock-store';
 import { checkHistory, Section } from '../harness/history';
 import { pingOnce } from '../harness/redis-ping';
 import { RedlockNodes } from '../harness/redlock-nodes';
-import { sleep } from './workers/support/timing';
+import { pollUntil, sleep } from './workers/support/timing';
 
 const TTL = 2_000;
 const stamp = (): string => process.hrtime.bigint().toString();
@@ -42,9 +42,14 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
     return service;
   }
 
-  /** The nodes have kept their data "for ever": their markers predate any lease. */
+  /**
+   * The nodes have kept their data "for ever": their markers predate any lease, and every process has
+   * been up for longer than a lease (a node also gives no vote while its uptime is shorter).
+   */
   async function markNodesLongUsed(prefix: string): Promise<void> {
     await Promise.all(direct.map((c) => c.set(nodeMarkerKey(prefix), '0')));
+    const upFor = async (c: Redis) => Number(/uptime_in_seconds:(\d+)/.exec(await c.info('server'))?.[1] ?? 0) * 1000;
+    expect(await pollUntil(async () => (await Promise.all(direct.map(upFor))).every((ms) => ms >= TTL), 5_000, 100)).toBe(true);
   }
 
   /**
@@ -55,6 +60,8 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
     prefix: string,
     nodeRecoveryDelay: number,
     bRetriesForMs = 0,
+    /** Node 1 comes back from an older snapshot (RDB, AOF everysec): its marker is back, A's lock is not. */
+    fromSnapshot = false,
   ): Promise<{ b: Lock | Error; sections: Section[]; aLost: boolean; aLostWhenBEntered?: boolean }> {
     await markNodesLongUsed(prefix);
     const a = await makeService(prefix, { nodeRecoveryDelay });
@@ -72,6 +79,7 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
     expect(await pingOnce(nodes.servers[1].port, nodes.servers[1].host, 500)).toBe(true);
     const fresh = nodes.servers[1].client();
     expect(await fresh.exists(`${prefix}{k}`)).toBe(0);
+    if (fromSnapshot) await fresh.set(nodeMarkerKey(prefix), '0');
     // Give the library's connections a moment to reconnect to the restarted node.
     await sleep(300);
 
@@ -132,6 +140,16 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
     await later.release();
   });
 
+  it('a node restarted from an older snapshot (marker back, the lock gone) is quarantined too: its uptime tells the restart', async () => {
+    const { b, sections } = await restartMidHold('rr5:', TTL, 0, true);
+    const report = checkHistory(sections);
+    console.log(`T16 restart from a snapshot: B ${b instanceof Error ? `${b.name}: ${b.message}` : 'acquired'}, overlaps ${report.overlaps.length}`);
+    // The fault: the restarted node holds an old marker, which alone would let it vote at once.
+    expect(await nodes.servers[1].client().get(nodeMarkerKey('rr5:'))).toBe('0');
+    expect(b).toBeInstanceOf(LockBusyError);
+    expect(report.overlaps).toEqual([]);
+  });
+
   it('a node killed and restarted empty while 8 workers contend (quarantine on): locks keep being granted, 0 overlaps, increasing tokens', async () => {
     await markNodesLongUsed('rr5:');
     const svcs = [await makeService('rr5:', { nodeRecoveryDelay: TTL }), await makeService('rr5:', { nodeRecoveryDelay: TTL })];
@@ -171,7 +189,7 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
   it('brand-new nodes are quarantined too (they cannot be told apart from restarted ones): LockConnectionError naming why', async () => {
     const service = await makeService('rr3:', { nodeRecoveryDelay: TTL });
     await expect(service.acquire('k', { onBusy: 'throw' })).rejects.toThrow(
-      /started without their data less than nodeRecoveryDelay \(\d+ ms\) ago.*so only 0 can vote and 2 are needed/,
+      /\(re\)started, or lost their data, less than nodeRecoveryDelay \(\d+ ms\) ago.*so only 0 can vote and 2 are needed/,
     );
   });
 

@@ -6,8 +6,9 @@ import { RAISED_FENCE_RETENTION_MS, TICKET_QUEUE_FUNCTIONS } from './ticket-queu
 /**
  * One node's vote on an attempt. Takes the node's lock when it is free and no live waiter has a
  * lower ticket; finds it already ours when this node's release handed it to us. A node that started
- * empty less than `recovery` ms ago (its marker key is missing or young) gives no vote at all: it
- * may have forgotten a lock that is still held (see redlock-recovery in docs/design.md).
+ * empty, or restarted at all, less than `recovery` ms ago (its marker key is missing or young, or its
+ * process uptime is shorter) gives no vote: it may have forgotten a lock that is still held (see
+ * redlock-recovery in docs/design.md).
  *
  * KEYS: lock, fence, queue (ticket zset), waiters, node marker.
  * ARGV: token, ttl ms, ticket, recovery ms, fence proposal (fence-proposal.ts), [waiter lease ms: take or
@@ -30,6 +31,14 @@ if recovery > 0 then
     since = now_ms
     redis.call('SET', KEYS[5], string.format('%.0f', now_ms))
   end
+  -- A restart from an older snapshot (RDB, or an AOF fsynced every second) brings the marker back
+  -- without the locks granted after it: only the process's own uptime tells such a restart. Counted
+  -- from the latest moment the process can have started (whole seconds). A server that refuses INFO
+  -- to scripts leaves the marker alone to decide.
+  local info = redis.pcall('INFO', 'server')
+  local at = type(info) == 'string' and string.find(info, 'uptime_in_seconds:', 1, true)
+  local uptime = at and tonumber(string.match(info, '^%d+', at + 18))
+  if uptime and now_ms - uptime * 1000 > since then since = now_ms - uptime * 1000 end
   if since + recovery > now_ms then return {2, since + recovery - now_ms} end
 end
 

@@ -260,8 +260,8 @@ export class RedlockStore implements LockStore {
     const failures = failure ? ` First failure: ${failure.message}` : ' The lock state is unknown; nothing ran under it.';
     if (recovering > 0) {
       return new LockConnectionError(
-        `Redlock acquire of "${keys.key}": ${answered} of ${this.nodes.length} nodes answered, but ${recovering} of them started without ` +
-          `their data less than nodeRecoveryDelay (${this.settings.nodeRecoveryDelay} ms) ago and give no votes yet (they may have forgotten ` +
+        `Redlock acquire of "${keys.key}": ${answered} of ${this.nodes.length} nodes answered, but ${recovering} of them (re)started, or lost ` +
+          `their data, less than nodeRecoveryDelay (${this.settings.nodeRecoveryDelay} ms) ago and give no votes yet (they may have forgotten ` +
           `a held lock; a brand-new node waits this once too), so only ${answered - recovering} can vote and ${this.quorum} are needed. ` +
           `Retry after the delay, or run every node with appendonly yes + appendfsync always and set nodeRecoveryDelay: 0.` +
           (failure ? ` First failure: ${failure.message}` : ''),
