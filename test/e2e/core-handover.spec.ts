@@ -141,6 +141,33 @@ describe('handover', () => {
     expect(await lock.release()).toBe(true);
   });
 
+  it('a handover message read after its lease ended does not end the wait: the waiter asks again and gets the key', async () => {
+    const holder = await makeService();
+    const held = await holder.acquire('late');
+    // A long waiterLease and the holder's long lease: no timer of the waiter's fires during the test.
+    const { source, subscribers } = clientWithSubscribers();
+    const waiter = await makeService({ redis: source, waiterLease: 10_000 });
+    const waiting = suite.calls.track('late waiter', waiter.acquire('late', { ttl: 300 }));
+    expect(await pollUntil(async () => (await suite.client.llen('ho:{late}:q')) === 1, 2_000)).toBe(true);
+    expect(await pollUntil(() => subscribers[0]?.status === 'ready', 2_000)).toBe(true);
+    await sleep(100); // the subscription is confirmed
+    const [waiterToken] = await suite.client.lrange('ho:{late}:q', 0, 0);
+
+    subscribers[0].stream.pause(); // a slow subscriber connection
+    expect(await held.release()).toBe(true);
+    expect(await suite.client.get('ho:{late}')).toBe(waiterToken);
+    // The fault: the handed-over lease (300 ms) ends in Redis before the message is read.
+    expect(await pollUntil(async () => (await suite.client.exists('ho:{late}')) === 0, 1_000)).toBe(true);
+    subscribers[0].stream.resume();
+
+    // Before: LockConnectionError ("… beyond its 300 ms lease"), the wait over with waitTimeout left.
+    const lock: Lock = await waiting;
+    expect(lock.isHeld()).toBe(true);
+    expect(await suite.client.get('ho:{late}')).toBe(lock.token);
+    expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
+    expect(await lock.release()).toBe(true);
+  });
+
   it("a short ttl: handed-over leases count from the handover, not from the waiter's last queue refresh", async () => {
     // ttl 500 with the default waiterLease (3 s): waiters refresh their place about once a second,
     // so a lease counted from the last refresh was often over before the handover reached the waiter.

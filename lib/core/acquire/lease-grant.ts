@@ -58,11 +58,15 @@ export function assertFence(ctx: AcquireContext, keys: LockKeys, token: string, 
 /**
  * The lease a handover gave us: counted from our last busy attempt's send time (it set our place; see
  * handedOverFor), or, for a handover the channel has dated (Redlock), from the moment it gives.
+ * Undefined when it has already ended: the message was read late (a blocked event loop, a slow
+ * subscriber connection). Nothing failed and the wait is not over; the caller's next attempt says
+ * whether the key is ours (the retry path finds a handed lock still ours and grants a fresh lease).
  */
-export function handedOverLease(ctx: AcquireContext, keys: LockKeys, token: string, handover: Handover, ttl: number, lastBusySentAt: number): Lease {
+export function handedOverLease(handover: Handover, ttl: number, lastBusySentAt: number, waiterLease: number, keys: LockKeys): Lease | undefined {
   const since = handover.since ?? lastBusySentAt;
-  const validFor = handover.since === undefined ? handedOverFor(handover, ctx.waiterLease) : handover.validFor;
-  return validLease(ctx, keys, token, newLease(keys, handover.fence, ttl, since, validFor), since);
+  const validFor = handover.since === undefined ? handedOverFor(handover, waiterLease) : handover.validFor;
+  const lease = newLease(keys, handover.fence, ttl, since, validFor);
+  return monotonicNow() < lease.deadline ? lease : undefined;
 }
 
 /** A lease whose validity already ran out (Redis answered too late) counts as failed and is given back. */

@@ -62,10 +62,18 @@ export async function waitForTurn(
       dropStaleHandover(listener, lastBusyFence);
       const handover = listener.handover;
       if (handover) {
-        queued = false;
         assertFence(ctx, keys, token, handover.fence);
-        if (ctx.confirmsHandovers) return await confirmedHandover(ctx, keys, token, handover.fence, options.ttl);
-        return handedOverLease(ctx, keys, token, handover, options.ttl, lastBusySentAt);
+        if (ctx.confirmsHandovers) {
+          queued = false;
+          return await confirmedHandover(ctx, keys, token, handover.fence, options.ttl);
+        }
+        const lease = handedOverLease(handover, options.ttl, lastBusySentAt, ctx.waiterLease, keys);
+        if (lease) {
+          queued = false;
+          return lease;
+        }
+        // Read after its lease ended: ask now (below). Until that answer, a failure leaves owner-checked.
+        listener.handover = undefined;
       }
       if (ctx.shutdown.aborted) throw shuttingDown(keys);
       attempts++;
