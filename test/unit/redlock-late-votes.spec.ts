@@ -1,3 +1,5 @@
+import { dropStaleHandover } from '../../lib/core/acquire/wait-for-turn';
+import type { Handover } from '../../lib/core/handover-channel';
 import type { LuaScript } from '../../lib/redis/lua-script';
 import type { RedisClient } from '../../lib/redis/redis-connection';
 import { RedlockNode } from '../../lib/redis/redlock/redlock-node';
@@ -167,6 +169,16 @@ describe('RedlockTickets: which call to a node was the last', () => {
       // An acquisition that stopped asking (its caller vanished) was swept: asked again, it starts over.
       expect(tickets.of('gone', 'lock', true)).not.toBe(gone);
     });
+
+    it('keeps a wait whose waiter lease is longer than the sweep age (it asks again every third of it)', () => {
+      jest.useFakeTimers();
+      const tickets = new RedlockTickets(60 * 60_000);
+      const waiting = tickets.of('live', 'lock', false);
+      for (let i = 0; i < 10_000; i++) tickets.of(`other${i}`, 'lock', false);
+      jest.advanceTimersByTime(20 * 60_000); // one refresh interval of a 60 min lease
+      tickets.of('new', 'lock', false);
+      expect(tickets.of('live', 'lock', true)).toBe(waiting);
+    });
   });
 });
 
@@ -279,5 +291,19 @@ describe('Redlock: a node that lost its script cache', () => {
     // The fault happened (node 2 answered NOSCRIPT), and every later call there loaded its script.
     expect(ran[2][1]).toBe('EVALSHA acquire');
     expect(ran[2].slice(2).every((what) => what.startsWith('EVAL '))).toBe(true);
+  });
+});
+
+describe('dropStaleHandover: a handover older than the last busy answer is dropped', () => {
+  it('drops a single-store handover at or below the last token a busy answer saw', () => {
+    const listener = { handover: { fence: 41, validFor: 1_000, placeLeft: 500 } as Handover | undefined };
+    expect(dropStaleHandover(listener, 41)).toBe(true);
+    expect(listener.handover).toBeUndefined();
+  });
+
+  it('keeps a handover the Redlock channel dated node by node (the busy answers’ highest token may come from a node that did not count)', () => {
+    const listener = { handover: { fence: 41, validFor: 1_000, since: 0 } as Handover | undefined };
+    expect(dropStaleHandover(listener, 45)).toBe(false);
+    expect(listener.handover).toBeDefined();
   });
 });

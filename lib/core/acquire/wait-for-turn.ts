@@ -112,8 +112,10 @@ export async function waitForTurn(
  * lease ran out unseen. Nothing is believed on that message; our next attempt says whether the key is
  * ours. Returns whether one was dropped.
  */
-function dropStaleHandover(listener: HandoverListener, lastBusyFence: number): boolean {
-  if (!listener.handover || lastBusyFence < listener.handover.fence) return false;
+export function dropStaleHandover(listener: Pick<HandoverListener, 'handover'>, lastBusyFence: number): boolean {
+  // A handover the channel dated (Redlock) was checked node by node already; lastBusyFence is the
+  // highest over every node, and a node that did not count may be ahead of the others.
+  if (!listener.handover || listener.handover.since !== undefined || lastBusyFence < listener.handover.fence) return false;
   listener.handover = undefined;
   return true;
 }

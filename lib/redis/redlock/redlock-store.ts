@@ -56,7 +56,7 @@ export class RedlockStore implements LockStore {
   readonly votes = { attempts: 0, splitVotes: 0 };
   /** @internal Off only in the fencing test's control run, to show the inversion the write-back prevents. */
   fenceWriteBack = true;
-  private readonly tickets = new RedlockTickets();
+  private readonly tickets: RedlockTickets;
   private readonly marker: string;
   private readonly lease: CommandArg;
   private readonly recovery: CommandArg;
@@ -66,6 +66,7 @@ export class RedlockStore implements LockStore {
     private readonly settings: RedlockStoreSettings,
   ) {
     this.quorum = quorumOf(nodes.length);
+    this.tickets = new RedlockTickets(settings.waiterLease);
     this.channelPrefix = waiterChannelPrefix(settings.keyPrefix);
     this.marker = nodeMarkerKey(settings.keyPrefix);
     this.lease = String(settings.waiterLease);

@@ -1,7 +1,10 @@
 import { monotonicNow, wallClockMicros } from '../../time/clock';
 
-/** An acquisition that made no attempt for this long (its caller vanished) loses its ticket. */
-const TICKET_MAX_AGE_MS = 10 * 60_000;
+/**
+ * An acquisition that made no attempt for this long (its caller vanished) loses its ticket; longer
+ * if the waiter lease is (a waiting acquisition asks again every third of it).
+ */
+const TICKET_MIN_IDLE_MS = 10 * 60_000;
 /** Sweep forgotten tickets when the map grows past this. */
 const SWEEP_ABOVE = 10_000;
 
@@ -47,6 +50,11 @@ export class RedlockTickets {
   private lastMicros = 0;
   /** Numbers every tracked call, across acquisitions: a number never repeats, even after a ticket is picked again. */
   private calls = 0;
+  private readonly maxIdleMs: number;
+
+  constructor(waiterLease = 0) {
+    this.maxIdleMs = Math.max(TICKET_MIN_IDLE_MS, 2 * waiterLease);
+  }
 
   /** The ticket of `token`'s acquisition of `lock`; a first attempt (`retry` false) picks a fresh one. */
   of(token: string, lock: string, retry: boolean): string {
@@ -130,7 +138,7 @@ export class RedlockTickets {
   }
 
   private sweep(): void {
-    const oldest = monotonicNow() - TICKET_MAX_AGE_MS;
+    const oldest = monotonicNow() - this.maxIdleMs;
     for (const [id, { at }] of this.tickets) if (at < oldest) this.tickets.delete(id);
   }
 }
