@@ -171,7 +171,8 @@ describe('T6 replicaAcks', () => {
     const warmUp = await queueBehind('c:warm', holder, waiter);
     await warmUp.held.release();
     await (await warmUp.waiting).value!.release();
-    const confirmHandover = jest.spyOn(waiter.engine.store, 'confirmHandover');
+    const store = waiter.engine.store;
+    const confirmHandover = jest.spyOn(store, 'confirmHandover');
 
     // Healthy replica: the release hands the key over on the holder's connection; the waiter confirms
     // it with a renewal + WAIT of its own before acquire() resolves, so the replica has it by then.
@@ -200,6 +201,22 @@ describe('T6 replicaAcks', () => {
     expect((refused.error as Error).message).toContain('"c:frozen" was acquired on the primary, but only 0 of 1 replicas confirmed it');
     // Given back, owner-checked: nobody holds the key on the primary.
     expect(await pollUntil(async () => (await client.exists('t6a:{c:frozen}')) === 0, 500)).toBe(true);
+
+    // The handed lease is gone before the waiter confirms it (it ran out, or a failover lost it): the
+    // wait goes on, and the waiter's next attempt takes the free key. Before: LockConnectionError.
+    replica.resume();
+    const gone = await queueBehind('c:gone', holder, waiter);
+    confirmHandover.mockImplementationOnce(async (keys, token, ttl) => {
+      await client.del('t6a:{c:gone}');
+      return store.confirmHandover(keys, token, ttl);
+    });
+    expect(await t6.calls.track('release, handed lease lost', gone.held.release())).toBe(true);
+    const retaken = await gone.waiting;
+    expect(retaken.error).toBeUndefined();
+    expect(await client.get('t6a:{c:gone}')).toBe(retaken.value!.token);
+    expect(retaken.value!.fencingToken).toBeGreaterThan(gone.held.fencingToken);
+    expect(await t6.calls.track('release retaken', retaken.value!.release())).toBe(true);
+    replica.pause();
 
     // Control: without replicaAcks the same unreplicated handover reaches the waiter.
     const control = await queueBehind('c:frozen', plainHolder, plainWaiter);

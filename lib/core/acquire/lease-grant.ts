@@ -9,9 +9,11 @@ import { AcquireContext, abandonQuietly } from './acquire-context';
 
 /**
  * With `replicaAcks`: a lock handed over by a release counts only once replicas confirmed it (see
- * LockStore.confirmHandover); the confirming renewal restarts the lease at `ttl`.
+ * LockStore.confirmHandover); the confirming renewal restarts the lease at `ttl`. Undefined when the
+ * key is not ours any more (the handed lease ended first, or a failover lost it): like a handover
+ * read late, the wait goes on and the caller's next attempt decides.
  */
-export async function confirmedHandover(ctx: AcquireContext, keys: LockKeys, token: string, fence: number, ttl: number): Promise<Lease> {
+export async function confirmedHandover(ctx: AcquireContext, keys: LockKeys, token: string, fence: number, ttl: number): Promise<Lease | undefined> {
   const sentAt = monotonicNow();
   let ours: boolean;
   try {
@@ -20,9 +22,7 @@ export async function confirmedHandover(ctx: AcquireContext, keys: LockKeys, tok
     abandonQuietly(ctx, keys, token);
     throw error;
   }
-  if (!ours) {
-    throw new LockConnectionError(`Lock "${keys.key}" was handed to us, but had expired before replicas could confirm it; try again.`, 'acquire');
-  }
+  if (!ours) return undefined;
   return validLease(ctx, keys, token, newLease(keys, fence, ttl, sentAt), sentAt);
 }
 

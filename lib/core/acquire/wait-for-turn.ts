@@ -63,17 +63,19 @@ export async function waitForTurn(
       const handover = listener.handover;
       if (handover) {
         assertFence(ctx, keys, token, handover.fence);
-        if (ctx.confirmsHandovers) {
-          queued = false;
-          return await confirmedHandover(ctx, keys, token, handover.fence, options.ttl);
-        }
-        const lease = handedOverLease(handover, options.ttl, lastBusySentAt, ctx.waiterLease, keys);
+        // A confirmation that fails gives the key back itself.
+        if (ctx.confirmsHandovers) queued = false;
+        const lease = ctx.confirmsHandovers
+          ? await confirmedHandover(ctx, keys, token, handover.fence, options.ttl)
+          : handedOverLease(handover, options.ttl, lastBusySentAt, ctx.waiterLease, keys);
         if (lease) {
           queued = false;
           return lease;
         }
-        // Read after its lease ended: ask now (below). Until that answer, a failure leaves owner-checked.
+        // Read after its lease ended, or not ours when confirmed: ask now (below). Until that answer,
+        // a failure leaves owner-checked.
         listener.handover = undefined;
+        queued = true;
       }
       if (ctx.shutdown.aborted) throw shuttingDown(keys);
       attempts++;
