@@ -120,12 +120,15 @@ export class Lock implements LockHandle, AsyncDisposable {
     assertTtl('extend(ttl)', ttl);
     this.assertHeld();
     const sentAt = monotonicNow();
-    // The watchdog renews to the lease's ttl: renewals sent from now on carry the new one.
+    // Sent first: a store that refuses this ttl (Redlock: above nodeRecoveryDelay) throws here and no
+    // lease changes. Then, in the same turn, the leases: the watchdog renews to the lease's ttl, so
+    // renewals sent from now on carry the new one.
+    const extending = this.leases.map((l) => this.runtime.store.extend(l.keys, this.token, ttl));
     const calls = this.leases.map((l) => {
       l.ttl = ttl;
       return expiryCallSent(l, ttl, sentAt);
     });
-    const extended = await settleAll(this.leases.map((l) => this.runtime.store.extend(l.keys, this.token, ttl)));
+    const extended = await settleAll(extending);
     this.assertHeld();
     if (extended.includes(false)) {
       this.markLost('not-owner', 'extend() found another owner token (or none) in Redis');

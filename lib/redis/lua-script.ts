@@ -151,7 +151,8 @@ export class ScriptRunner {
       const pipeline = client.pipeline();
       argLists.forEach((args, i) => {
         if (i === 0 && loadFirst) pipeline.eval(script.lua, script.numberOfKeys, ...args);
-        else (pipeline as Pipeline).sendCommand(evalshaCommand(client.options, script, args));
+        else if (this.ownCommands) (pipeline as Pipeline).sendCommand(evalshaCommand(client.options, script, args));
+        else pipeline.evalsha(script.sha, script.numberOfKeys, ...args);
       });
       // Its reply (replicas that confirmed all of the above) comes last in the results.
       if (waitArgs) pipeline.call('WAIT', ...waitArgs);

@@ -37,4 +37,25 @@ describe('ScriptRunner: EVAL or EVALSHA', () => {
     await runner.run(script, ['k']);
     expect(sent).toEqual(['EVAL', 'EVAL']);
   });
+
+  it('pipelines on a client from another copy of ioredis go through its own evalsha, never our Command objects', async () => {
+    const sent: string[] = [];
+    const queue: Array<() => unknown> = [];
+    const foreign = {
+      stream: {},
+      options: {},
+      eval: () => Promise.resolve(1),
+      evalsha: () => Promise.resolve(1),
+      pipeline: () => ({
+        eval: () => queue.push(() => 1),
+        evalsha: () => (sent.push('its evalsha'), queue.push(() => 1)),
+        sendCommand: () => (sent.push('our Command'), queue.push(() => 1)),
+        exec: () => Promise.resolve(queue.splice(0).map((run) => [null, run()])),
+      }),
+    };
+    const runner = new ScriptRunner(foreign as unknown as RedisClient);
+    await runner.run(script, ['k']); // the script is cached: the pipeline goes by SHA1
+    await runner.runPipelined(script, [['k'], ['k']], (exec) => exec());
+    expect(sent).toEqual(['its evalsha', 'its evalsha']);
+  });
 });
