@@ -19,6 +19,8 @@ describe('Redlock: answers that come after the attempt was decided', () => {
   const C = 'svcc.3000.c';
   const TTL = 3_000;
   const flush = () => new Promise((resolve) => setImmediate(resolve));
+  /** Where an acquire's arguments carry its ticket (redlock-scripts.ts). */
+  const ACQUIRE_TICKET = 7;
 
   /** H holds the lock on all three nodes (last token 40); W's store, and W queued on every node. */
   async function heldByH() {
@@ -112,6 +114,32 @@ describe('Redlock: answers that come after the attempt was decided', () => {
     sim.step(2);
     expect(sim.states[2].holder).toBeNull();
     expect(sim.states[2].queue.has(W)).toBe(true);
+  });
+
+  it('after a majority of handovers granted the lock, a late grant is kept (part of the hold), and a retry keeps the ticket', async () => {
+    const { sim, store, keys, release } = await heldByH();
+    const k = store.acquire(keys, W, TTL, true, true);
+    sim.step(0);
+    sim.step(1);
+    expect(await k).toMatchObject({ acquired: false });
+    const ticket = [...sim.states[0].queue].find(([token]) => token === W)?.[1];
+    expect(release(2, H)).toBe(2);
+    store.handedOver(W, keys.lock); // the channel decided: a majority of nodes handed W the lock
+    sim.step(2); // retry k on node 2: ours, late
+    await flush();
+    expect(sim.pending(2)).toEqual([]); // nothing given back: node 2 is part of W's hold
+    expect(sim.states[2].holder).toBe(W);
+    // W read the messages too late and asks again: with the same ticket (its place in line), not a later one.
+    const sent: string[] = [];
+    const run = sim.nodes[0].run.bind(sim.nodes[0]);
+    sim.nodes[0].run = (script, operation, k, args, parse) => {
+      sent.push(args[ACQUIRE_TICKET]);
+      return run(script, operation, k, args, parse);
+    };
+    const again = store.acquire(keys, W, TTL, true, true);
+    for (const i of [0, 1, 2]) sim.step(i);
+    await again;
+    expect(sent).toEqual([String(ticket)]);
   });
 
   it('a late grant to a one-shot attempt (no waiting) is given back', async () => {

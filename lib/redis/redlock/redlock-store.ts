@@ -166,10 +166,11 @@ export class RedlockStore implements LockStore {
   /**
    * A majority of nodes handed the lock to `token`: the acquisition is over, as after a won attempt.
    * An attempt still on its way to another node needs no give-back (see `acquire`): a grant there is
-   * ours as well, and the release frees it.
+   * ours as well, and the release frees it. The ticket stays until then: a waiter that read the
+   * messages after their lease ended asks again with it (its place in line).
    */
   handedOver(token: string, lock: string): void {
-    this.tickets.forget(token, lock);
+    this.tickets.markHandedOver(token, lock);
   }
 
   /**

@@ -30,6 +30,11 @@ interface Ticket {
   ticket: string;
   /** When the acquisition last made an attempt (monotonic ms): a live wait makes one every third of waiterLease. */
   at: number;
+  /**
+   * A majority of handovers granted the lock since the last attempt: the acquisition is over unless
+   * the waiter read them too late and asks again (`of`), keeping its ticket.
+   */
+  handedOver?: boolean;
   /** By node index. */
   nodes: NodeView[];
 }
@@ -62,6 +67,7 @@ export class RedlockTickets {
     const known = this.tickets.get(id);
     if (known && retry) {
       known.at = monotonicNow();
+      known.handedOver = false;
       return known.ticket;
     }
     if (this.tickets.size >= SWEEP_ABOVE) this.sweep();
@@ -72,6 +78,12 @@ export class RedlockTickets {
 
   forget(token: string, lock: string): void {
     this.tickets.delete(`${token} ${lock}`);
+  }
+
+  /** A majority of handovers granted `token` the lock: see Ticket.handedOver. */
+  markHandedOver(token: string, lock: string): void {
+    const known = this.tickets.get(`${token} ${lock}`);
+    if (known) known.handedOver = true;
   }
 
   /**
@@ -118,11 +130,12 @@ export class RedlockTickets {
 
   /**
    * Whether call number `call` is still the last one this acquisition sent node `node`, the
-   * acquisition still waiting. A later call runs after it on that node's connection, so that call's
+   * acquisition still waiting (not handed the lock since). A later call runs after it on that node's connection, so that call's
    * own answer says what to do with the node.
    */
   isLastCall(token: string, lock: string, node: number, call: number | undefined): boolean {
-    return call !== undefined && this.lastCallTo(token, lock, node) === call;
+    const known = this.tickets.get(`${token} ${lock}`);
+    return call !== undefined && known !== undefined && !known.handedOver && known.nodes[node]?.lastCall === call;
   }
 
   private viewOf(token: string, lock: string, node: number): NodeView | undefined {
