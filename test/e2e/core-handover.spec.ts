@@ -168,6 +168,28 @@ describe('handover', () => {
     expect(await lock.release()).toBe(true);
   });
 
+  it("a waiter's own attempt that finds the key handed to it takes it with a full lease", async () => {
+    const holder = await makeService();
+    const held = await holder.acquire('own');
+    // waiterLease 300: the handed lease is at most what is left of the waiter's place (< 300 ms), and the
+    // waiter refreshes its place every 100 ms, so its own attempt finds the key before the message.
+    const { source, subscribers } = clientWithSubscribers();
+    const waiter = await makeService({ redis: source, waiterLease: 300 });
+    const waiting = suite.calls.track('own waiter', waiter.acquire('own', { ttl: 5_000 }));
+    expect(await pollUntil(async () => (await suite.client.llen('ho:{own}:q')) === 1, 2_000)).toBe(true);
+    expect(await pollUntil(() => subscribers[0]?.status === 'ready', 2_000)).toBe(true);
+    await sleep(100);
+    subscribers[0].stream.pause(); // no message: the waiter's refresh decides
+    expect(await held.release()).toBe(true);
+    expect(await suite.client.pttl('ho:{own}')).toBeLessThanOrEqual(300); // the fault: a short handed lease
+    const lock: Lock = await waiting;
+    // Before: the attempt kept what was left of the handed lease (under 300 ms).
+    expect(await suite.client.pttl('ho:{own}')).toBeGreaterThan(4_000);
+    expect(lock.deadline - performance.now()).toBeGreaterThan(4_000);
+    subscribers[0].stream.resume();
+    expect(await lock.release()).toBe(true);
+  });
+
   it("a short ttl: handed-over leases count from the handover, not from the waiter's last queue refresh", async () => {
     // ttl 500 with the default waiterLease (3 s): waiters refresh their place about once a second,
     // so a lease counted from the last refresh was often over before the handover reached the waiter.

@@ -51,11 +51,11 @@ end
 if head == token and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then return took_it() end
 
 if ARGV[4] and redis.call('GET', KEYS[1]) == token then
-  -- Handed to us by a release on another connection. Setting the expiry it already has is a write
-  -- of this connection, so a WAIT sent behind this script (replicaAcks) also covers that handover.
-  local left = redis.call('PTTL', KEYS[1])
-  if left > 0 then redis.call('PEXPIRE', KEYS[1], left) end
-  return {1, last_fence, left}
+  -- Handed to us by a release on another connection: this attempt takes it with a full lease, as a
+  -- free lock (the handed one may be nearly over: a message read late). The expiry is a write of
+  -- this connection, so a WAIT sent behind this script (replicaAcks) also covers that handover.
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return {1, last_fence, ttl}
 end
 
 local pttl = redis.call('PTTL', KEYS[1])
