@@ -6,6 +6,7 @@
  * - fencing tokens taken as each majority's own maximum can go backwards when two majorities take
  *   it from different nodes (control: write-back off) — with the write-back they never do.
  */
+import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { Lock, LockBusyError, LockService } from '../../lib';
 import { nodeMarkerKey } from '../../lib/redis/redlock';
@@ -148,6 +149,26 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
     expect(await nodes.servers[1].client().get(nodeMarkerKey('rr5:'))).toBe('0');
     expect(b).toBeInstanceOf(LockBusyError);
     expect(report.overlaps).toEqual([]);
+  });
+
+  it('nodes that refuse INFO to our user: a warning at startup for each that answered (the uptime check is off there), and locks still work', async () => {
+    await Promise.all(direct.map((c) => c.call('ACL', 'SETUSER', 'noinfo', 'on', '>pw', '~*', '&*', '+@all', '-info')));
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const aboutInfo = () => warn.mock.calls.map(([message]) => String(message)).filter((m) => m.includes('does not answer INFO server'));
+    try {
+      await markNodesLongUsed('rr6:');
+      await makeService('rr6:'); // the control: the default user may read INFO
+      expect(aboutInfo()).toEqual([]);
+      const service = await makeService('rr6:', { nodes: nodes.urls.map((url) => url.replace('redis://', 'redis://noinfo:pw@')) });
+      // Startup waits for a majority of the nodes; each of those is checked.
+      expect(aboutInfo().length).toBeGreaterThanOrEqual(2);
+      for (const message of aboutInfo()) expect(message).toMatch(/Redis at 127\.0\.0\.1:\d+ does not answer INFO server \(NOPERM/);
+      const lock = await service.acquire('k', { onBusy: 'throw' }); // the marker alone decides
+      await lock.release();
+    } finally {
+      warn.mockRestore();
+      await Promise.all(direct.map((c) => c.call('ACL', 'DELUSER', 'noinfo')));
+    }
   });
 
   it('a node killed and restarted empty while 8 workers contend (quarantine on): locks keep being granted, 0 overlaps, increasing tokens', async () => {

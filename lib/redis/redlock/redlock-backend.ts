@@ -1,3 +1,4 @@
+import { ReplyError } from 'ioredis';
 import type { LockBackend, LockBackendContext } from '../../core/lock-backend';
 import { LockConnectionError } from '../../errors/lock-connection.error';
 import { LockOptionsError } from '../../errors/lock-options.error';
@@ -17,10 +18,12 @@ export class RedlockBackend implements LockBackend {
   readonly wakeChannel: RedlockWakeChannel;
   readonly confirmsHandovers = false;
   private readonly nodes: RedlockNode[];
+  private readonly nodeRecoveryDelay: number;
 
   constructor(private readonly context: LockBackendContext) {
     const { options, settings, serviceId, logger, shutdown } = context;
     const redlock = resolveRedlockSettings(options, settings);
+    this.nodeRecoveryDelay = redlock.nodeRecoveryDelay;
     this.nodes = redlock.nodes.map((option) => new RedlockNode(option, settings.commandTimeout, redlock.nodeTimeout));
     for (const node of this.nodes) if (node.owned) reportConnectionHealth(node.client, node.state, logger, shutdown);
     this.store = new RedlockStore(this.nodes, {
@@ -65,6 +68,31 @@ export class RedlockBackend implements LockBackend {
       );
     }
     await Promise.all(ready.map((node) => this.refuseClusterNode(node)));
+    if (this.nodeRecoveryDelay > 0) await Promise.all(ready.map((node) => this.warnWithoutUptime(node)));
+  }
+
+  /**
+   * The acquire script reads a node's uptime to tell a restart from an older snapshot (its marker key
+   * comes back with it). A server that refuses INFO to us (renamed, or denied by ACL) refuses it to
+   * the script too, which then goes by the marker alone: said once, at startup, rather than never.
+   */
+  private async warnWithoutUptime(node: RedlockNode): Promise<void> {
+    let info: string | undefined;
+    let refusal = 'it has no uptime_in_seconds';
+    try {
+      info = await node.info('server');
+    } catch (error) {
+      // Only the server's own refusal (an error reply) says anything; a node not answering now does not.
+      const reply = (error as { cause?: unknown }).cause;
+      if (!(reply instanceof ReplyError)) return;
+      refusal = (reply as Error).message;
+    }
+    if (info && /^uptime_in_seconds:\d+/m.test(info)) return;
+    this.context.logger.warn(
+      `Redlock: ${node.target} does not answer INFO server (${refusal}). A node restarted from an older snapshot (RDB, or an AOF ` +
+        `fsynced every second) then votes at once although it forgot recent locks; only a node restarted empty waits nodeRecoveryDelay. ` +
+        `Allow INFO to this user, or run every node with appendonly yes + appendfsync always.`,
+    );
   }
 
   /** Resolves with the nodes ready once a majority is (the rest connect on their own), or after `timeoutMs`. */
