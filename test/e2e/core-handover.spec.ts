@@ -30,6 +30,21 @@ describe('handover', () => {
     return { source, subscribers };
   }
 
+  /**
+   * A waiter (its own client, see clientWithSubscribers) queued on `key` behind a holder, its
+   * subscription confirmed: what a release tells it now arrives as a message the test can hold back.
+   */
+  async function queuedWaiter(key: string, options: Partial<DistributedLockModuleOptions>, ttl: number) {
+    const { source, subscribers } = clientWithSubscribers();
+    const waiter = await makeService({ redis: source, ...options });
+    const waiting = suite.calls.track(`waiter for ${key}`, waiter.acquire(key, { ttl }));
+    expect(await pollUntil(async () => (await suite.client.llen(`ho:{${key}}:q`)) === 1, 2_000)).toBe(true);
+    expect(await pollUntil(() => subscribers[0]?.status === 'ready', 2_000)).toBe(true);
+    await sleep(100); // the subscription is confirmed
+    const [waiterToken] = await suite.client.lrange(`ho:{${key}}:q`, 0, 0);
+    return { waiting, subscriber: subscribers[0], waiterToken };
+  }
+
   it('a late handover message for key a does not make a multi-key wait believe it holds key b', async () => {
     const holderA = await makeService();
     const holderB = await makeService();
@@ -145,20 +160,13 @@ describe('handover', () => {
     const holder = await makeService();
     const held = await holder.acquire('late');
     // A long waiterLease and the holder's long lease: no timer of the waiter's fires during the test.
-    const { source, subscribers } = clientWithSubscribers();
-    const waiter = await makeService({ redis: source, waiterLease: 10_000 });
-    const waiting = suite.calls.track('late waiter', waiter.acquire('late', { ttl: 300 }));
-    expect(await pollUntil(async () => (await suite.client.llen('ho:{late}:q')) === 1, 2_000)).toBe(true);
-    expect(await pollUntil(() => subscribers[0]?.status === 'ready', 2_000)).toBe(true);
-    await sleep(100); // the subscription is confirmed
-    const [waiterToken] = await suite.client.lrange('ho:{late}:q', 0, 0);
-
-    subscribers[0].stream.pause(); // a slow subscriber connection
+    const { waiting, subscriber, waiterToken } = await queuedWaiter('late', { waiterLease: 10_000 }, 300);
+    subscriber.stream.pause(); // a slow subscriber connection
     expect(await held.release()).toBe(true);
     expect(await suite.client.get('ho:{late}')).toBe(waiterToken);
     // The fault: the handed-over lease (300 ms) ends in Redis before the message is read.
     expect(await pollUntil(async () => (await suite.client.exists('ho:{late}')) === 0, 1_000)).toBe(true);
-    subscribers[0].stream.resume();
+    subscriber.stream.resume();
 
     // Before: LockConnectionError ("… beyond its 300 ms lease"), the wait over with waitTimeout left.
     const lock: Lock = await waiting;
@@ -173,20 +181,15 @@ describe('handover', () => {
     const held = await holder.acquire('own');
     // waiterLease 300: the handed lease is at most what is left of the waiter's place (< 300 ms), and the
     // waiter refreshes its place every 100 ms, so its own attempt finds the key before the message.
-    const { source, subscribers } = clientWithSubscribers();
-    const waiter = await makeService({ redis: source, waiterLease: 300 });
-    const waiting = suite.calls.track('own waiter', waiter.acquire('own', { ttl: 5_000 }));
-    expect(await pollUntil(async () => (await suite.client.llen('ho:{own}:q')) === 1, 2_000)).toBe(true);
-    expect(await pollUntil(() => subscribers[0]?.status === 'ready', 2_000)).toBe(true);
-    await sleep(100);
-    subscribers[0].stream.pause(); // no message: the waiter's refresh decides
+    const { waiting, subscriber } = await queuedWaiter('own', { waiterLease: 300 }, 5_000);
+    subscriber.stream.pause(); // no message: the waiter's refresh decides
     expect(await held.release()).toBe(true);
     expect(await suite.client.pttl('ho:{own}')).toBeLessThanOrEqual(300); // the fault: a short handed lease
     const lock: Lock = await waiting;
     // Before: the attempt kept what was left of the handed lease (under 300 ms).
     expect(await suite.client.pttl('ho:{own}')).toBeGreaterThan(4_000);
     expect(lock.deadline - performance.now()).toBeGreaterThan(4_000);
-    subscribers[0].stream.resume();
+    subscriber.stream.resume();
     expect(await lock.release()).toBe(true);
   });
 

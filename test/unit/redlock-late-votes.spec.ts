@@ -37,18 +37,20 @@ describe('Redlock: answers that come after the attempt was decided', () => {
     /** C, whose clock is behind (ticket 1: ahead of W in every queue), asks node i, queuing when busy. */
     const cAsks = (i: number) =>
       sim.direct(i, REDLOCK_SCRIPTS.acquire, [keys.lock, keys.fence, keys.queue, keys.waiters, 'm', C, String(TTL), '1', '0', '1', '3000']);
-    return { sim, store, keys, release, cAsks };
+    /** Retry k: nodes 0 and 1 answer busy (a busy majority decides it); node 2 is slow, k still on its way there. */
+    const retryDecidedWithoutNode2 = async () => {
+      const k = store.acquire(keys, W, TTL, true, true);
+      sim.step(0);
+      sim.step(1);
+      expect(await k).toMatchObject({ acquired: false });
+      expect(sim.pending(2)).toEqual(['acquire']);
+    };
+    return { sim, store, keys, release, cAsks, retryDecidedWithoutNode2 };
   }
 
   it('a late grant is not given back after a later attempt counted that node: the lock is never held twice', async () => {
-    const { sim, store, keys, release, cAsks } = await heldByH();
-
-    // Retry k: nodes 0 and 1 answer busy (a busy majority decides); node 2 is slow.
-    const k = store.acquire(keys, W, TTL, true, true);
-    sim.step(0);
-    sim.step(1);
-    expect(await k).toMatchObject({ acquired: false });
-    expect(sim.pending(2)).toEqual(['acquire']);
+    const { sim, store, keys, release, cAsks, retryDecidedWithoutNode2 } = await heldByH();
+    await retryDecidedWithoutNode2();
 
     // H's release runs on nodes 0 and 2 (both handed to W, the head); its call to node 1 is delayed.
     expect(release(0, H)).toBe(2);
@@ -80,11 +82,8 @@ describe('Redlock: answers that come after the attempt was decided', () => {
   });
 
   it('a late grant after the wait was abandoned does not queue the finished acquisition again', async () => {
-    const { sim, store, keys, release } = await heldByH();
-    const k = store.acquire(keys, W, TTL, true, true);
-    sim.step(0);
-    sim.step(1);
-    await k;
+    const { sim, store, keys, release, retryDecidedWithoutNode2 } = await heldByH();
+    await retryDecidedWithoutNode2();
     // W gives up: abandon on every node (nodes 0 and 1 run it; node 2 has retry k first).
     const abandon = store.abandon(keys, W);
     sim.step(0);
@@ -102,11 +101,8 @@ describe('Redlock: answers that come after the attempt was decided', () => {
   });
 
   it('a late grant to a wait that is still on is given back, keeping its place (the attempt had no majority)', async () => {
-    const { sim, store, keys, release } = await heldByH();
-    const k = store.acquire(keys, W, TTL, true, true);
-    sim.step(0);
-    sim.step(1);
-    expect(await k).toMatchObject({ acquired: false });
+    const { sim, release, retryDecidedWithoutNode2 } = await heldByH();
+    await retryDecidedWithoutNode2();
     expect(release(2, H)).toBe(2);
     sim.step(2); // retry k on node 2: ours, late; nothing else sent there since
     await flush();
@@ -117,11 +113,8 @@ describe('Redlock: answers that come after the attempt was decided', () => {
   });
 
   it('after a majority of handovers granted the lock, a late grant is kept (part of the hold), and a retry keeps the ticket', async () => {
-    const { sim, store, keys, release } = await heldByH();
-    const k = store.acquire(keys, W, TTL, true, true);
-    sim.step(0);
-    sim.step(1);
-    expect(await k).toMatchObject({ acquired: false });
+    const { sim, store, keys, release, retryDecidedWithoutNode2 } = await heldByH();
+    await retryDecidedWithoutNode2();
     const ticket = [...sim.states[0].queue].find(([token]) => token === W)?.[1];
     expect(release(2, H)).toBe(2);
     store.handedOver(W, keys.lock); // the channel decided: a majority of nodes handed W the lock
