@@ -63,15 +63,12 @@ export async function waitForTurn(
       const handover = listener.handover;
       if (handover) {
         assertFence(ctx, keys, token, handover.fence);
-        // A confirmation that fails gives the key back itself.
-        if (ctx.confirmsHandovers) queued = false;
+        // The handover took our place; a confirmation that fails gives the key back itself.
+        queued = false;
         const lease = ctx.confirmsHandovers
           ? await confirmedHandover(ctx, keys, token, handover.fence, options.ttl)
           : handedOverLease(handover, options.ttl, lastBusySentAt, ctx.waiterLease, keys);
-        if (lease) {
-          queued = false;
-          return lease;
-        }
+        if (lease) return lease;
         // Read after its lease ended, or not ours when confirmed: ask now (below). Until that answer,
         // a failure leaves owner-checked.
         listener.handover = undefined;

@@ -47,8 +47,8 @@ interface Ticket {
  *
  * Beside the ticket: each node's last confirmed place, which dates that node's handover messages
  * (redlock-handovers.ts), whether a call that can change it is on its way, and which call was sent
- * there last. The entry lives while the acquisition waits; once it is over (won, handed the lock,
- * released, abandoned) its calls are not tracked any more.
+ * there last. The entry lives while the acquisition waits or holds a lock it was handed; once it is
+ * over (won, released, abandoned) its calls are not tracked any more.
  */
 export class RedlockTickets {
   private readonly tickets = new Map<string, Ticket>();
@@ -130,12 +130,12 @@ export class RedlockTickets {
 
   /**
    * Whether call number `call` is still the last one this acquisition sent node `node`, the
-   * acquisition still waiting (not handed the lock since). A later call runs after it on that node's connection, so that call's
-   * own answer says what to do with the node.
+   * acquisition still waiting (not handed the lock since). A later call runs after it on that node's
+   * connection, so that call's own answer says what to do with the node.
    */
   isLastCall(token: string, lock: string, node: number, call: number | undefined): boolean {
     const known = this.tickets.get(`${token} ${lock}`);
-    return call !== undefined && known !== undefined && !known.handedOver && known.nodes[node]?.lastCall === call;
+    return call !== undefined && !known?.handedOver && known?.nodes[node]?.lastCall === call;
   }
 
   private viewOf(token: string, lock: string, node: number): NodeView | undefined {
