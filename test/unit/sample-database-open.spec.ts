@@ -55,11 +55,17 @@ describe('sample database: opening one file from several processes', () => {
             { length: 6 },
             () =>
               new Promise<string>((resolve, reject) => {
-                const child = spawn(process.execPath, ['-r', register, fixture, file, String(start)], { stdio: ['ignore', 'pipe', 'inherit'] });
+                const child = spawn(process.execPath, ['-r', register, fixture, file, String(start)], { stdio: ['ignore', 'pipe', 'pipe'] });
                 let out = '';
+                let err = '';
                 child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+                child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
                 child.on('error', reject);
-                child.on('exit', () => resolve(out.trim()));
+                // 'close', not 'exit': 'exit' can come before the last of stdout is read (a CI run
+                // once got '' from a child here), and 'close' also says how the process ended.
+                child.on('close', (code, signal) =>
+                  resolve(out.trim() === 'ok' && code === 0 ? 'ok' : `${out.trim() || 'no output'} (${signal ?? `exit code ${code}`}) ${err.trim()}`),
+                );
               }),
           ),
         );
