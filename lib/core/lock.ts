@@ -36,7 +36,15 @@ export class Lock implements LockHandle, AsyncDisposable {
 
   private state: LockState = 'held';
   private heldSince = monotonicNow();
+  /** Handed to its caller (every key taken); until then it is an acquisition in progress. */
+  private handedOut = false;
   private renewalStopped?: RenewalStop;
+  /** Nested handles (borrowers) still running on keys of this lock: a release waits for the last one. */
+  private borrowers = 0;
+  /** This handle counts as a borrower of its outer locks (from its handing out to its end). */
+  private borrowing = false;
+  /** A release asked for while borrowers still ran: carried out when the last of them ends. */
+  private deferredRelease?: { minHold: number; ranWork: boolean; settle: (freeing: Promise<boolean>) => void };
   // Made on first read of `signal`: most locks are never asked for one.
   private controller?: AbortController;
   private combinedSignal?: AbortSignal;
@@ -113,12 +121,20 @@ export class Lock implements LockHandle, AsyncDisposable {
   }
 
   /**
-   * Sets the lease of every key this handle took to `ttl` (default: the acquire's ttl), owner-checked.
+   * Sets the lease of every key of this handle to `ttl` (default: the acquire's ttl), owner-checked. A
+   * nested handle extends the outer locks it borrows keys from as well (they hold those keys).
    * Throws `LockLostError` if the lock is no longer ours, `LockConnectionError` if Redis did not answer.
    */
   async extend(ttl: number = this.options.ttl): Promise<void> {
     assertTtl('extend(ttl)', ttl);
     this.assertHeld();
+    if (this.outer.length > 0) await settleAll([this.extendOwn(ttl), ...this.outer.map((o) => o.extend(ttl))]);
+    else await this.extendOwn(ttl);
+  }
+
+  /** extend() of the leases this handle took itself. */
+  private async extendOwn(ttl: number): Promise<void> {
+    if (this.leases.length === 0) return;
     const sentAt = monotonicNow();
     // Sent first: a store that refuses this ttl (Redlock: above nodeRecoveryDelay) throws here and no
     // lease changes. Then, in the same turn, the leases: the watchdog renews to the lease's ttl, so
@@ -143,6 +159,8 @@ export class Lock implements LockHandle, AsyncDisposable {
    * Resolves true when Redis still had our token on every key; false when a lease had already
    * expired or changed hands (logged and counted, nothing deleted). A second call resolves false.
    * Rejects with `LockConnectionError` when Redis cannot be reached; the lease then lapses by TTL.
+   * While nested calls that borrowed its keys still run (work started under the lock that outlived
+   * the callback), the keys stay held and renewed, and the release happens when the last one ends.
    */
   release(): Promise<boolean> {
     return this.free(this.options.minHold, true);
@@ -159,13 +177,16 @@ export class Lock implements LockHandle, AsyncDisposable {
 
   /** `ranWork`: a release after the guarded work (its hold time is recorded), not a grant given back unused. */
   private free(minHold: number, ranWork: boolean): Promise<boolean> {
-    if (this.state === 'released') return Promise.resolve(false);
+    if (this.state === 'released' || this.deferredRelease) return Promise.resolve(false);
+    if (this.borrowers > 0 && this.state === 'held') return this.freeAfterBorrowers(minHold, ranWork);
     const wasLost = this.state === 'lost';
+    // Read before end(): ending this borrower may let an outer release go ahead.
+    const outerHeld = this.outer.length === 0 || this.outer.every((o) => o.isHeld());
     this.state = 'released';
     // Synchronously out of the watchdog: no renewal can be sent for this lock from here on.
     this.runtime.watchdog.untrack(this);
     this.end(RELEASED);
-    if (this.leases.length === 0) return Promise.resolve(!wasLost && this.outer.every((o) => o.isHeld()));
+    if (this.leases.length === 0) return Promise.resolve(!wasLost && outerHeld);
     if (ranWork) this.runtime.metrics.held(this.options.name, monotonicNow() - this.heldSince);
     const keepFor = minHold > 0 ? Math.ceil(minHold - (monotonicNow() - this.heldSince)) : 0;
     let freeing: Promise<boolean>;
@@ -179,6 +200,44 @@ export class Lock implements LockHandle, AsyncDisposable {
         throw error;
       },
     );
+  }
+
+  /**
+   * Releasing now would free keys under a nested call still running on them (one the callback did not
+   * await, such as the slower half of a rejected Promise.all): another instance would enter beside it.
+   */
+  private freeAfterBorrowers(minHold: number, ranWork: boolean): Promise<boolean> {
+    this.runtime.logger.warn(
+      `Release of lock "${this.keys.join('", "')}" waits for ${this.borrowers} nested call(s) on its keys that are still running ` +
+        `(work started under the lock that its callback did not await); the keys stay held and renewed until they end.`,
+    );
+    return new Promise((resolve) => (this.deferredRelease = { minHold, ranWork, settle: resolve }));
+  }
+
+  /** @internal This handle is handed to its caller: the outer locks keep the borrowed keys until it ends. */
+  private borrowOuterKeys(): void {
+    this.borrowing = true;
+    for (const o of this.outer) o.borrowers++;
+  }
+
+  /** Once, when this handle ends: an outer release that waited for it may go ahead. */
+  private returnOuterKeys(): void {
+    if (!this.borrowing) return;
+    this.borrowing = false;
+    for (const o of this.outer) o.borrowerEnded();
+  }
+
+  private borrowerEnded(): void {
+    this.borrowers--;
+    if (this.borrowers === 0) this.runDeferredRelease();
+  }
+
+  /** The release that waited for borrowers, now (the last one ended, or the lock is lost anyway). */
+  private runDeferredRelease(): void {
+    const deferred = this.deferredRelease;
+    if (!deferred) return;
+    this.deferredRelease = undefined;
+    deferred.settle(this.free(deferred.minHold, deferred.ranWork));
   }
 
   /** Counts and reports what Redis said to the release. */
@@ -202,9 +261,19 @@ export class Lock implements LockHandle, AsyncDisposable {
     return results.every(Boolean);
   }
 
-  /** @internal All keys are taken: `maxHold` and `minHold` count from now. */
+  /**
+   * @internal All keys are taken and the handle goes to its caller: `maxHold` and `minHold` count from
+   * now, and the outer locks it borrows keys from keep them until it ends.
+   */
   markAcquired(): void {
     this.heldSince = monotonicNow();
+    this.handedOut = true;
+    if (this.outer.length > 0) this.borrowOuterKeys();
+  }
+
+  /** @internal Whether the caller has it (an acquisition still waiting for later keys has not). */
+  get acquired(): boolean {
+    return this.handedOut;
   }
 
   /**
@@ -256,10 +325,13 @@ export class Lock implements LockHandle, AsyncDisposable {
     this.runtime.metrics.lost(this.options.name, reason);
     const error = new LockLostError(this.key, reason, detail, { cause });
     this.end(error);
+    this.runDeferredRelease();
     // Renewals sent before the loss may still sit in a frozen Redis and extend the key once more when
     // it thaws; an owner-checked clean-up queued behind them gives the key back as soon as it does.
     for (const lease of this.leases) this.runtime.store.abandonQuietly(lease.keys, this.token);
     this.runtime.logger.warn(error.message);
+    // A multi-key acquisition that lost its first keys while waiting fails instead: no caller to tell.
+    if (!this.handedOut) return;
     try {
       this.options.onLockLost?.(this, error);
     } catch (callbackError) {
@@ -294,6 +366,7 @@ export class Lock implements LockHandle, AsyncDisposable {
     if (this.endReason !== undefined) return;
     this.endReason = reason;
     this.abort(reason);
+    this.returnOuterKeys();
     this.runtime.forget(this);
   }
 

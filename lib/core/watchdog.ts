@@ -166,7 +166,8 @@ export class Watchdog {
     for (const lock of [...this.locks]) {
       lock.checkDeadline(now);
       if (!lock.watchdogRenews) continue;
-      if (now - lock.acquiredAt >= lock.options.maxHold) {
+      // maxHold counts from the handing out: a multi-key acquisition waiting for its later keys is not held yet.
+      if (lock.acquired && now - lock.acquiredAt >= lock.options.maxHold) {
         lock.stopRenewing();
         this.logger.warn(`Lock "${lock.key}" reached maxHold (${lock.options.maxHold} ms); no more renewals, its lease will run out.`);
         continue;

@@ -8,7 +8,17 @@
 import 'reflect-metadata';
 import { DynamicModule, Injectable, INestApplicationContext, Module, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { DistributedLockModuleOptions, Lock, Locked, LockBusyError, LockLostError, LockService, LockTimeoutError, currentLock } from '../../lib';
+import {
+  DistributedLockModuleOptions,
+  Lock,
+  Locked,
+  LockBusyError,
+  LockKeyError,
+  LockLostError,
+  LockService,
+  LockTimeoutError,
+  currentLock,
+} from '../../lib';
 
 export type BehaviourOptions = Partial<DistributedLockModuleOptions>;
 
@@ -257,6 +267,52 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
         expect(await locks.isLocked('re:2')).toBe(false);
       });
 
+      it('a nested call still running when the outer callback ends keeps the key held until it ends (a rejected Promise.all)', async () => {
+        const locks = await world.service();
+        const other = await world.service();
+        let failed = false;
+        let slowDone = false;
+        const nested = (fail: boolean) =>
+          locks.withLock('re:4', async () => {
+            if (fail) {
+              failed = true;
+              throw new Error('validation failed');
+            }
+            await sleep(300);
+            slowDone = true;
+          });
+        const outer = locks.withLock('re:4', () => Promise.all([nested(false), nested(true)])).catch((e: Error) => e);
+        expect(await until(async () => failed, 1_000)).toBe(true);
+        await sleep(30); // the outer callback has rejected and asked for its release
+        // The fault: the slower nested call still runs on the key, its caller has moved on.
+        expect(slowDone).toBe(false);
+        const intruder = await other.tryAcquire('re:4');
+        expect(intruder && `another instance entered "re:4" beside a running nested call (fence ${intruder.fencingToken})`).toBeNull();
+        expect(await locks.isLocked('re:4')).toBe(true);
+        expect(((await outer) as Error).message).toBe('validation failed');
+        expect(slowDone).toBe(true);
+        expect(await locks.isLocked('re:4')).toBe(false);
+      });
+
+      it("extend() on a nested handle extends the outer lock's lease of the borrowed key", async () => {
+        const locks = await world.service();
+        const other = await world.service();
+        await locks.withLock(
+          're:5',
+          async (outer) => {
+            const inner = await locks.acquire('re:5', { onBusy: 'throw' });
+            await inner.extend(3_000);
+            await sleep(700); // past the 400 ms ttl, with no watchdog
+            expect(inner.isHeld()).toBe(true);
+            expect(outer.isHeld()).toBe(true);
+            expect(await other.tryAcquire('re:5')).toBeNull();
+            await inner.release();
+          },
+          { ttl: 400, watchdog: false },
+        );
+        expect(await locks.isLocked('re:5')).toBe(false);
+      });
+
       it('currentLock() is the lock inside withLock and does not leak into concurrent unrelated work', async () => {
         const locks = await world.service();
         let release!: () => void;
@@ -319,6 +375,13 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
         expect(lock.signal.aborted).toBe(true);
         expect(await locks.isLocked('held:1')).toBe(false);
         expect(await lock.release()).toBe(false);
+      });
+
+      it('isLocked refuses a list of keys (it would answer for one of them) with LockKeyError', async () => {
+        const locks = await world.service();
+        const b = await locks.acquire('held:b');
+        await expect(locks.isLocked(['held:b', 'held:a'] as unknown as string)).rejects.toBeInstanceOf(LockKeyError);
+        await b.release();
       });
 
       it('extend() prolongs the lease past its ttl, and fails with LockLostError once the lock is gone', async () => {

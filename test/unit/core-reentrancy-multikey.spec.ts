@@ -1,4 +1,4 @@
-import { LockTimeoutError } from '../../lib';
+import { LockConnectionError, LockTimeoutError } from '../../lib';
 import { pollUntil, redisSuite, sleep } from './core-helpers';
 
 /** Redis-side multi-key behaviour; the store-agnostic reentrancy and multi-key cases are in test/shared/lock-behaviour.suite.ts. */
@@ -43,6 +43,46 @@ describe('LockService: multi-key locks on Redis', () => {
       expect(looks).toBeGreaterThan(10);
       expect(await both.release()).toBe(true);
       expect(await suite.client.exists('test:{part:a}', 'test:{part:b}')).toBe(0);
+    });
+
+    it('count maxHold from the moment every key is held, not from the start of the wait for a later key', async () => {
+      const holder = await suite.pool.make();
+      const multi = await suite.pool.make({ ttl: 600 });
+      const third = await suite.pool.make();
+      const lost: unknown[] = [];
+      const b = await holder.acquire('mh:b', { ttl: 10_000 });
+      const waiting = multi.acquire(['mh:a', 'mh:b'], { maxHold: 1_000, waitTimeout: 5_000, onLockLost: (_l, e) => lost.push(e) });
+      waiting.catch(() => undefined); // awaited below
+      await queuedToken('mh:b');
+      await sleep(1_150); // the wait alone outlasts maxHold
+      const waitedFrom = performance.now();
+      expect(await b.release()).toBe(true);
+      const both = await waiting;
+      // Held well past the 600 ms ttl from here, inside the 1 s maxHold: before, renewals had stopped
+      // during the wait and the lease ran out about 250 ms after the caller got it.
+      await sleep(800);
+      expect(both.isHeld()).toBe(true);
+      expect(lost).toEqual([]);
+      const other = await third.tryAcquire('mh:a');
+      expect(other && `another service took mh:a ${Math.round(performance.now() - waitedFrom)} ms after the multi-key lock was granted`).toBeNull();
+      expect(await both.release()).toBe(true);
+    });
+
+    it('do not call onLockLost for an acquisition whose first key was lost while it waited for a later one; it fails instead', async () => {
+      const holder = await suite.pool.make();
+      const multi = await suite.pool.make({ ttl: 300 });
+      const lost: unknown[] = [];
+      const b = await holder.acquire('ml:b', { ttl: 10_000 });
+      const failing = multi.acquire(['ml:a', 'ml:b'], { waitTimeout: 5_000, onLockLost: (_l, e) => lost.push(e) }).catch((e: Error) => e);
+      const token = await queuedToken('ml:b');
+      expect(await suite.client.get('test:{ml:a}')).toBe(token);
+      await suite.client.set('test:{ml:a}', 'someone-else', 'PX', 10_000); // ml:a changes hands under the waiting acquisition
+      expect(await pollUntil(() => multi.getStats().lost === 1, 1_000, 5)).toBe(true);
+      expect(await b.release()).toBe(true);
+      const error = await failing;
+      expect(error).toBeInstanceOf(LockConnectionError);
+      expect(lost).toEqual([]);
+      expect(await suite.client.get('test:{ml:b}')).not.toBe(token);
     });
 
     it('give the keys taken first back at once when the wait for a later key times out', async () => {
