@@ -3,6 +3,8 @@ import { Logger } from '@nestjs/common';
 import { AcquireContext, AcquireTally, acquireOneKey } from './acquire/acquire-one-key';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockBusyError } from '../errors/lock-busy.error';
+import { LockKeyError } from '../errors/lock-key.error';
+import { describeValue } from '../errors/describe-value';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
@@ -148,6 +150,10 @@ export class LockEngine implements LockRuntime {
 
   /** Whether anyone holds `key` right now (a snapshot: it may change the moment it is returned). */
   async isLocked(key: string): Promise<boolean> {
+    if (typeof key !== 'string') {
+      // normalizeKeys takes a list too, and this would answer for its first key only.
+      throw new LockKeyError(`isLocked(key): expected one key (a string), got ${describeValue(key)}. Ask once per key.`);
+    }
     const [k] = normalizeKeys(key);
     return this.store.isLocked(this.store.keysFor(k));
   }

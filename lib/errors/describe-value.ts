@@ -11,6 +11,15 @@ export function quoted(text: string): string {
 
 /** A value as an error message names it (option and key errors alike): its type, and its text when it is short enough to help. */
 export function describeValue(value: unknown): string {
+  try {
+    return describeKnownValue(value);
+  } catch {
+    // A revoked Proxy, or a constructor getter that throws: the error being built must still be ours.
+    return 'a value that cannot be inspected';
+  }
+}
+
+function describeKnownValue(value: unknown): string {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
   if (typeof value === 'string') return value.length === 0 ? 'an empty string' : `the string ${quoted(value)}`;

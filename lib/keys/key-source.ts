@@ -2,6 +2,7 @@ import { LockKeyError } from '../errors/lock-key.error';
 import { describeValue } from '../errors/describe-value';
 import { KeyTemplate, parseKeyTemplate } from './key-template';
 import { resolveKeyTemplate } from './resolve-key-template';
+import { asKeyList } from './normalize-keys';
 
 /** What `@Locked` accepts as its first argument. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a key function's parameters are the method's, typed by the user: unknown[] would refuse them
@@ -49,7 +50,7 @@ function functionSource(fn: (...args: never[]) => unknown, where: string): Compi
     name: where.replace(/^@Locked on /, ''),
     resolve(self, args) {
       const result: unknown = Reflect.apply(fn, self, args);
-      const list = Array.isArray(result) ? result : [result];
+      const list = asKeyList(result, `${where}: the key function's result`);
       if (list.length === 0) throw new LockKeyError(`${where}: the key function returned an empty array. The method was not run.`);
       for (const key of list) {
         if (typeof key !== 'string' || key.length === 0) {

@@ -1,7 +1,10 @@
 import { KeyTemplate, parseKeyTemplate } from './key-template';
 import { resolveKeyTemplate } from './resolve-key-template';
 
-const parsed = new Map<string, KeyTemplate>();
+/** Templates are usually a handful of constants; one built per call (an id inside it) must not grow this forever. */
+const PARSED_TEMPLATES_MAX = 1_000;
+/** @internal Parsed templates, emptied whenever it reaches PARSED_TEMPLATES_MAX (parsing again is cheap). */
+export const parsedTemplates = new Map<string, KeyTemplate>();
 
 /**
  * The key `@Locked(template)` locks for these arguments, for code that takes the same lock by hand
@@ -10,10 +13,11 @@ const parsed = new Map<string, KeyTemplate>();
  * Throws `LockKeyError` like the decorator does.
  */
 export function lockKey(template: string, ...args: unknown[]): string {
-  let compiled = parsed.get(template);
+  let compiled = parsedTemplates.get(template);
   if (!compiled) {
     compiled = parseKeyTemplate(template, 'lockKey()');
-    parsed.set(template, compiled);
+    if (parsedTemplates.size >= PARSED_TEMPLATES_MAX) parsedTemplates.clear();
+    parsedTemplates.set(template, compiled);
   }
   return resolveKeyTemplate(compiled, args, 'lockKey()');
 }

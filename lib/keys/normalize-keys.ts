@@ -14,10 +14,20 @@ export function normalizeKeys(input: unknown): string[] {
     assertKey(input);
     return [input];
   }
-  const list = Array.isArray(input) ? input : [input];
+  const list = asKeyList(input, 'Lock keys');
   if (list.length === 0) throw new LockKeyError('Lock keys: expected at least one key, got an empty array.');
   for (const key of list) assertKey(key);
   return [...new Set(list as string[])].sort();
+}
+
+/** @internal `value` as a list of keys: itself when an array, else a list of one; a revoked Proxy is a LockKeyError, not a TypeError. */
+export function asKeyList(value: unknown, where: string): readonly unknown[] {
+  try {
+    return Array.isArray(value) ? value : [value];
+  } catch {
+    // Array.isArray throws only for a revoked Proxy.
+    throw new LockKeyError(`${where}: expected a string or an array of strings, got a revoked Proxy.`);
+  }
 }
 
 function assertKey(key: unknown): void {

@@ -6,6 +6,8 @@ import 'reflect-metadata';
 import fc from 'fast-check';
 import { LockKeyError, lockKey } from '../../lib';
 import { compileKeySource } from '../../lib/keys/key-source';
+import { parsedTemplates } from '../../lib/keys/lock-key';
+import { normalizeKeys } from '../../lib/keys/normalize-keys';
 import { parseKeyTemplate } from '../../lib/keys/key-template';
 import { resolveKeyTemplate } from '../../lib/keys/resolve-key-template';
 
@@ -189,5 +191,38 @@ describe('lockKey(template, ...args)', () => {
     expect(lockKey('x:<0>:<1>', 'a:b', 'c')).not.toBe(lockKey('x:<0>:<1>', 'a', 'b:c'));
     expect(lockKey('seat:<0.row>', { row: 7 })).toBe('seat:7');
     expect(() => lockKey('seat:<0>', undefined)).toThrow(LockKeyError);
+  });
+
+  it('keeps at most 1,000 parsed templates: templates built per call (an id inside) do not grow memory forever', () => {
+    for (let id = 0; id < 2_500; id++) expect(lockKey(`order:${id}:<0>`, 'x')).toBe(`order:${id}:x`);
+    expect(parsedTemplates.size).toBeLessThanOrEqual(1_000);
+    expect(lockKey('order:<0>', 7)).toBe('order:7');
+  });
+});
+
+describe('hostile key values', () => {
+  const revoked = (): unknown => {
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    return proxy;
+  };
+
+  it("a revoked Proxy as a key, or as a key function's result, is a LockKeyError (not a TypeError)", () => {
+    expect(() => normalizeKeys(revoked())).toThrow(LockKeyError);
+    expect(() => normalizeKeys([revoked()])).toThrow(LockKeyError);
+    const source = compileKeySource(() => revoked() as string, 0, '@Locked on X.m');
+    expect(() => source.resolve(undefined, [])).toThrow(LockKeyError);
+  });
+
+  it('an object whose constructor getter throws is described, not rethrown', () => {
+    const hostile = Object.create(null, {
+      constructor: {
+        get: () => {
+          throw new Error('boom');
+        },
+      },
+    }) as object;
+    expect(() => normalizeKeys(hostile)).toThrow(LockKeyError);
+    expect(() => normalizeKeys(hostile)).toThrow(/cannot be inspected/);
   });
 });
