@@ -11,9 +11,16 @@
  * among the keys moved, and the servers' `INFO errorstats` counted the redirections they sent.
  * The control test runs the same move with ioredis' redirection budget cut to one, and must see
  * the redirections reach the library, as LockConnectionError.
+ *
+ * While a slot is MIGRATING and all of a lock's keys are still on the source, the source runs a script
+ * but fails any command in it on a key the script itself deleted ("non local key"), keeping the writes
+ * made before. The last tests release (and abandon) there with only dead waiters queued, which empties
+ * the queue and waiters keys half-way through the script.
  */
 import type { Cluster, ClusterOptions } from 'ioredis';
 import { Lock, LockConnectionError, LockService } from '../../lib';
+import { lockRedisKeys } from '../../lib/redis/lock-redis-keys';
+import { LOCK_SCRIPTS, SHARDED_PUBLISHING_SCRIPTS } from '../../lib/redis/scripts';
 import { checkHistory, Section } from '../harness/history';
 import { RedisCluster } from '../harness/redis-cluster';
 import { killSurvivors, RedisProcess } from '../harness/redis-process';
@@ -222,5 +229,158 @@ describe('T7 Redis Cluster resharding', () => {
     // Failing calls must not have broken exclusion either.
     expect(report.overlaps).toEqual([]);
     expect(run.counter).toBe(report.sections);
+  });
+
+  /** The server clock of `node` in ms (what the scripts compare a waiter's place against). */
+  const serverMs = async (node: RedisProcess) => {
+    const [sec, usec] = (await cluster.admin(node).call('TIME')) as [string, string];
+    return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+  };
+
+  /**
+   * Queues `tokens` at the tail of a lock's queue as waiters that died: places that lapsed a second ago
+   * (written as the acquire script writes them: RPUSH to the queue, ZADD to waiters).
+   */
+  async function queueDeadWaiters(node: RedisProcess, keys: ReturnType<typeof lockRedisKeys>, tokens: string[]): Promise<void> {
+    const admin = cluster.admin(node);
+    const lapsed = String((await serverMs(node)) - 1_000);
+    for (const token of tokens) {
+      await admin.zadd(keys.waiters, lapsed, token);
+      await admin.rpush(keys.queue, token);
+    }
+    await admin.pexpire(keys.queue, 60_000);
+    await admin.pexpire(keys.waiters, 60_000);
+  }
+
+  /** Starts moving `slot` (IMPORTING on `to`, MIGRATING on `from`) without moving any key, as the first step of a reshard. */
+  async function beginMigration(slotToMove: number, from: RedisProcess, to: RedisProcess): Promise<void> {
+    await cluster.admin(to).call('CLUSTER', 'SETSLOT', String(slotToMove), 'IMPORTING', await cluster.nodeId(from));
+    await cluster.admin(from).call('CLUSTER', 'SETSLOT', String(slotToMove), 'MIGRATING', await cluster.nodeId(to));
+  }
+
+  /** What `node` says about `slot`'s migration: the "[slot->-<target id>]" of CLUSTER NODES, or undefined. */
+  async function migratingTo(node: RedisProcess, slotOf: number): Promise<string | undefined> {
+    const myself = ((await cluster.admin(node).call('CLUSTER', 'NODES')) as string).split('\n').find((l) => l.includes('myself'));
+    return myself?.match(new RegExp(`\\[${slotOf}->-(\\w+)\\]`))?.[1];
+  }
+
+  it('release while the slot is MIGRATING (keys on the source) with only a dead waiter queued: deletes the lock, no error', async () => {
+    const key = 'reshard:dead-waiter';
+    const keys = lockRedisKeys('lock:', key);
+    const keySlot = Number(await cluster.admin(cluster.nodes[0]).call('CLUSTER', 'KEYSLOT', keys.lock));
+    const from = await cluster.ownerOf(keySlot);
+    const to = cluster.nodes.find((n) => n !== from)!;
+    const holder = new LockService({ redis: cluster.client(), ttl: 20_000, commandTimeout: COMMAND_TIMEOUT });
+    const other = new LockService({ redis: cluster.client(), ttl: 5_000, commandTimeout: COMMAND_TIMEOUT });
+    try {
+      await holder.onModuleInit();
+      await other.onModuleInit();
+      const lock = await holder.acquire(key);
+      const dead = 'deadservice.5000.lapsedPlaceOfACrashedWaiter';
+      await queueDeadWaiters(from, keys, [dead]);
+      await beginMigration(keySlot, from, to);
+
+      // The fault is set up: the slot is MIGRATING to `to`, all four keys still on the source, and the
+      // queue holds only the dead waiter, whose place lapsed.
+      const source = cluster.admin(from);
+      expect(await migratingTo(from, keySlot)).toBe(await cluster.nodeId(to));
+      expect(((await source.call('CLUSTER', 'GETKEYSINSLOT', String(keySlot), '10')) as string[]).sort()).toEqual(
+        [keys.lock, keys.fence, keys.queue, keys.waiters].sort(),
+      );
+      expect(await source.lrange(keys.queue, 0, -1)).toEqual([dead]);
+      expect(Number(await source.zscore(keys.waiters, dead))).toBeLessThan(await serverMs(from));
+      expect(await source.get(keys.lock)).toBe(lock.token);
+
+      // The release drops the dead waiter (emptying the queue and waiters keys) and deletes the lock.
+      await expect(lock.release()).resolves.toBe(true);
+      // (Read with GETKEYSINSLOT: the MIGRATING source answers ASK to a command on a key it lacks.)
+      expect(await source.call('CLUSTER', 'GETKEYSINSLOT', String(keySlot), '10')).toEqual([keys.fence]);
+      expect(holder.getStats().connectionErrors).toBe(0);
+
+      // The move completes (the fencing counter goes along); the key is free on its new owner at once.
+      const moved = await cluster.migrateSlot(keySlot, from, to);
+      expect(moved).toEqual([keys.fence]);
+      expect((await cluster.ownerOf(keySlot)).port).toBe(to.port);
+      const next = await other.tryAcquire(key);
+      expect(next).not.toBeNull();
+      expect(BigInt(next!.fencingToken)).toBeGreaterThan(BigInt(lock.fencingToken));
+      await expect(next!.release()).resolves.toBe(true);
+    } finally {
+      await Promise.all([holder.close(), other.close()]);
+    }
+  });
+
+  it('every handover script on a MIGRATING source whose keys it empties half-way: no "non local key" error, same replies', async () => {
+    const keys = lockRedisKeys('lock:', 'reshard:scripts');
+    // A channel in the lock's own slot: a script may SPUBLISH only to one its node serves (wake-route.ts).
+    const channelPrefix = 'lock:waiters:{reshard:scripts}:';
+    const keySlot = Number(await cluster.admin(cluster.nodes[0]).call('CLUSTER', 'KEYSLOT', keys.lock));
+    const from = await cluster.ownerOf(keySlot);
+    const to = cluster.nodes.find((n) => n !== from)!;
+    const source = cluster.admin(from);
+    const all = [keys.lock, keys.fence, keys.queue, keys.waiters];
+    const holder = 'holdersvc.20000.holder';
+    const live = 'livesvc.5000.live';
+    // A MIGRATING source answers ASK for a key it does not have, even to a write that would create it:
+    // each case writes its state first, then starts the migration, and ends it before the next case.
+    const endMigration = async () => {
+      await cluster.admin(to).call('CLUSTER', 'SETSLOT', String(keySlot), 'STABLE');
+      await source.call('CLUSTER', 'SETSLOT', String(keySlot), 'STABLE');
+    };
+    const cases: Array<{ name: string; script: 'release' | 'abandon'; dead: number; live?: boolean; reply: number }> = [
+      { name: 'release, one dead waiter', script: 'release', dead: 1, reply: 1 },
+      { name: 'release, three dead waiters', script: 'release', dead: 3, reply: 1 },
+      { name: 'release, a dead waiter then a live one', script: 'release', dead: 1, live: true, reply: 2 },
+      { name: 'abandon by the holder, one dead waiter', script: 'abandon', dead: 1, reply: 1 },
+      { name: 'abandon by the holder, a dead waiter then a live one', script: 'abandon', dead: 1, live: true, reply: 1 },
+      // The holder's own place the only entry: its LREM empties the queue, nothing is left to grant.
+      { name: 'abandon by the holder queued alone', script: 'abandon', dead: 0, reply: 1 },
+    ];
+    const seen: Array<{ name: string; reply: unknown; queued?: number; lock?: string | null }> = [];
+    const wanted: typeof seen = [];
+    try {
+      for (const [variant, scripts] of [
+        ['PUBLISH', LOCK_SCRIPTS],
+        ['SPUBLISH', SHARDED_PUBLISHING_SCRIPTS],
+      ] as const) {
+        for (const c of cases) {
+          const name = `${variant} ${c.name}`;
+          await source.del(...all);
+          await source.set(keys.lock, holder, 'PX', 20_000);
+          await source.set(keys.fence, '1000', 'PX', 60_000);
+          await queueDeadWaiters(
+            from,
+            keys,
+            Array.from({ length: c.dead }, (_, i) => `deadsvc.5000.dead${i}`),
+          );
+          if (c.live || c.dead === 0) {
+            const token = c.live ? live : holder;
+            await source.zadd(keys.waiters, String((await serverMs(from)) + 5_000), token);
+            await source.rpush(keys.queue, token);
+            await source.pexpire(keys.queue, 60_000);
+            await source.pexpire(keys.waiters, 60_000);
+          }
+          await beginMigration(keySlot, from, to);
+          try {
+            // All four keys on the source, so it runs the script (with one missing it would redirect).
+            expect(await migratingTo(from, keySlot)).toBe(await cluster.nodeId(to));
+            expect(await source.exists(...all)).toBe(4);
+            const script = scripts[c.script];
+            const reply = await source.call('EVAL', script.lua, script.numberOfKeys, ...all, holder, channelPrefix).catch((e: Error) => e.message);
+            seen.push({ name, reply });
+          } finally {
+            await endMigration();
+          }
+          seen[seen.length - 1].queued = await source.exists(keys.queue, keys.waiters);
+          seen[seen.length - 1].lock = await source.get(keys.lock);
+          // Same reply as anywhere else; the queue's keys are gone; the lock went to the live waiter
+          // queued behind the dead ones, else was deleted.
+          wanted.push({ name, reply: c.reply, queued: 0, lock: c.live ? live : null });
+        }
+      }
+    } finally {
+      await source.del(...all);
+    }
+    expect(seen).toEqual(wanted);
   });
 });

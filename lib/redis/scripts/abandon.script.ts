@@ -13,11 +13,18 @@ import { LUA_PRELUDE, SHARDED_LUA_PRELUDE } from './lua-functions';
 const abandonScript = (prelude: string): string =>
   prelude +
   `
-redis.call('LREM', KEYS[3], 0, ARGV[1])
-redis.call('ZREM', KEYS[4], ARGV[1])
 local holder = redis.call('GET', KEYS[1])
-if holder and holder ~= ARGV[1] then return 0 end
-local outcome = grant_next_waiter(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2])
+if holder and holder ~= ARGV[1] then
+  redis.call('LREM', KEYS[3], 0, ARGV[1])
+  redis.call('ZREM', KEYS[4], ARGV[1])
+  return 0
+end
+-- What stays queued once our place is gone, counted rather than read after the LREM: that may have
+-- emptied (deleted) the queue, and a deleted key must not be touched again (lua-functions.ts). The
+-- LLEN runs first, while the queue is as the script found it.
+local queued = redis.call('LLEN', KEYS[3]) - redis.call('LREM', KEYS[3], 0, ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+local outcome = grant_next_waiter(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], queued)
 if holder and outcome ~= 'granted' then redis.call('DEL', KEYS[1]) end
 local freed = 0
 if holder then freed = 1 end

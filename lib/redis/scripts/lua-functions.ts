@@ -6,6 +6,14 @@
  *
  * Redis does not roll a script back when it fails half-way, so every function that can refuse
  * (a corrupt fencing token) is called before the script writes anything.
+ *
+ * No command may touch a queue or waiters key after the script may have emptied (so deleted) it:
+ * while a Cluster slot is MIGRATING, the source runs a script only when all its keys are there, and
+ * answers any later command on a key that is gone with "Script attempted to access a non local key"
+ * (the writes made before it stay). So the queue's length is carried as a count (the caller's LLEN,
+ * minus what the script popped) instead of read again, and a next head is read before the pop that
+ * may empty the queue. The waiters set holds exactly the queued tokens (every RPUSH comes with a ZADD,
+ * every LPOP/LREM with a ZREM), so it is not empty while the queue is not.
  */
 
 /**
@@ -129,12 +137,15 @@ local STALE_WAITERS_PER_CALL = ${STALE_WAITERS_PER_CALL}
 ${handOverFunction(publish)}${PLACE_FUNCTIONS}
 -- Drops queue heads whose place lapsed (they stopped refreshing it: crashed, paused, gave up
 -- unseen), at most STALE_WAITERS_PER_CALL, stopping at \`keep\`. Returns the new head (or false).
+-- The next head is read before the pop (the pop may empty the queue, and an emptied key must not be
+-- touched again: see the top of this file); a head, being queued, is in waiters, so its ZSCORE is safe.
 local function drop_stale_heads(queue, waiters, head, keep, now_ms)
   for _ = 1, STALE_WAITERS_PER_CALL do
     if not head or head == keep or place_until_of(waiters, head) > now_ms then return head end
+    local next_head = redis.call('LINDEX', queue, 1)
     redis.call('LPOP', queue)
     redis.call('ZREM', waiters, head)
-    head = redis.call('LINDEX', queue, 0)
+    head = next_head
   end
   return head
 end
@@ -147,25 +158,31 @@ end
 -- Hands the lock (free, or ours and being given up) straight to the first live waiter (see
 -- hand_over): the lock never sits free between holders.
 -- Returns 'granted', 'empty', or 'purging' (only stale entries seen, and more are queued).
--- grant_to_queued is the same for a caller that has just seen the queue is not empty.
-local function grant_to_queued(lock, fence_key, queue, waiters, channel_prefix)
+-- grant_to_queued is the same for a caller that knows the queue holds \`queued\` (> 0) entries: it pops
+-- at most those, and tells 'empty' from 'purging' by the count, never by reading the queue again (its
+-- last pop may have deleted it; see the top of this file). Each entry is looked up and removed in
+-- waiters before the next pop, while it is still there.
+local function grant_to_queued(lock, fence_key, queue, waiters, channel_prefix, queued)
   local last_fence = last_fence_of(fence_key)
   local clock = redis.call('TIME')
   local now_ms = now_ms_of(clock)
-  for _ = 1, STALE_WAITERS_PER_CALL do
+  for _ = 1, math.min(queued, STALE_WAITERS_PER_CALL) do
     local waiter = redis.call('LPOP', queue)
     if not waiter then return 'empty' end
     local place_until = place_until_of(waiters, waiter)
     redis.call('ZREM', waiters, waiter)
     if hand_over(lock, fence_key, channel_prefix, waiter, place_until, now_ms, clock, last_fence) then return 'granted' end
   end
-  if redis.call('LLEN', queue) > 0 then return 'purging' end
+  if queued > STALE_WAITERS_PER_CALL then return 'purging' end
   return 'empty'
 end
 
-local function grant_next_waiter(lock, fence_key, queue, waiters, channel_prefix)
-  if redis.call('LLEN', queue) == 0 then return 'empty' end
-  return grant_to_queued(lock, fence_key, queue, waiters, channel_prefix)
+-- \`queued\`: the queue's length when the caller knows it (it may have emptied the queue itself),
+-- else read here.
+local function grant_next_waiter(lock, fence_key, queue, waiters, channel_prefix, queued)
+  queued = queued or redis.call('LLEN', queue)
+  if queued == 0 then return 'empty' end
+  return grant_to_queued(lock, fence_key, queue, waiters, channel_prefix, queued)
 end
 `;
 

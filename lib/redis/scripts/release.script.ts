@@ -13,14 +13,15 @@ const releaseScript = (prelude: string): string =>
   `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 -- The common path, before any shared function is defined (they cost time on every call).
-if redis.call('LLEN', KEYS[3]) == 0 then
+local queued = redis.call('LLEN', KEYS[3])
+if queued == 0 then
   redis.call('DEL', KEYS[1])
   return 1
 end
 ` +
   prelude +
   `
-local outcome = grant_to_queued(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2])
+local outcome = grant_to_queued(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[2], queued)
 if outcome == 'granted' then return 2 end
 redis.call('DEL', KEYS[1])
 if outcome == 'purging' then return 3 end
