@@ -7,6 +7,7 @@ import type Redis from 'ioredis';
 import { LockService, LockStateError, LockTimeoutError } from '../../lib';
 import { RedisProcess } from '../harness/redis-process';
 import { pollUntil } from '../e2e/workers/support/timing';
+import { sleep } from './core-helpers';
 import { ServicePool } from './core-helpers';
 
 describe('corrupt lock state', () => {
@@ -60,6 +61,12 @@ describe('corrupt lock state', () => {
     const held = await holder.acquire('h');
     const waiting = waiterService.acquire('h', { waitTimeout: 3_000 }).catch((e: unknown) => e);
     expect(await pollUntil(async () => (await client.llen('ls:{h}:q')) === 1, 2_000)).toBe(true);
+    // An attempt sent before the waiter's service confirmed its subscription is followed by another at
+    // once (it could have missed a handover): let that one run before the token is corrupted, or it
+    // meets the corrupt token itself, fails, and leaves the queue before the release is looked at.
+    expect(await pollUntil(() => waiterService.engine.wakeChannel.subscribedTo('ls:{h}'), 2_000)).toBe(true);
+    await sleep(50);
+    expect(await client.llen('ls:{h}:q')).toBe(1);
     await client.set('ls:{h}:f', 'inf');
 
     const error = await held.release().catch((e: unknown) => e);
