@@ -332,10 +332,15 @@ export class Lock implements LockHandle, AsyncDisposable {
     this.runtime.logger.warn(error.message);
     // A multi-key acquisition that lost its first keys while waiting fails instead: no caller to tell.
     if (!this.handedOut) return;
-    try {
-      this.options.onLockLost?.(this, error);
-    } catch (callbackError) {
+    const reportCallbackError = (callbackError: unknown) =>
       this.runtime.logger.error(`onLockLost threw: ${(callbackError as Error)?.message ?? String(callbackError)}`);
+    try {
+      const returned: unknown = this.options.onLockLost?.(this, error);
+      // An async callback that rejects would otherwise be an unhandled rejection, which ends the
+      // process (and leaves every other lock it holds to lapse by TTL).
+      if (isThenable(returned)) returned.then(undefined, reportCallbackError);
+    } catch (callbackError) {
+      reportCallbackError(callbackError);
     }
   }
 
@@ -385,6 +390,9 @@ export class Lock implements LockHandle, AsyncDisposable {
     throw new LockLostError(this.key, 'expired', 'the lock was already released');
   }
 }
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
 
 /**
  * Waits for every call (none is left running unseen), then rethrows the first failure or returns

@@ -43,7 +43,7 @@ export interface LockOptions {
    */
   name?: string;
   /**
-   * Called once when this lock's lease is lost (in addition to aborting `lock.signal`). Never awaited; errors are logged.
+   * Called once when this lock's lease is lost (in addition to aborting `lock.signal`). Never awaited; errors (a throw, or a rejection of an async callback) are logged.
    * (Method syntax on purpose: a callback annotated `(lock: Lock, …)` is accepted too.)
    */
   onLockLost?(this: void, lock: LockHandle, error: LockLostError): void;

@@ -427,6 +427,30 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
         expect(onLockLost).toHaveBeenCalledTimes(1);
         expect(locks.getStats().lost).toBe(1);
       });
+
+      it('an async onLockLost that rejects is logged, never an unhandled rejection (which would end the process)', async () => {
+        const unhandled: unknown[] = [];
+        const onUnhandled = (reason: unknown) => unhandled.push(reason);
+        process.on('unhandledRejection', onUnhandled);
+        try {
+          let called = false;
+          const locks = await world.service({
+            ttl: 300,
+            onLockLost: async () => {
+              called = true;
+              throw new Error('async onLockLost failed');
+            },
+          });
+          const lock = await locks.acquire('held:5');
+          await world.expire('held:5');
+          expect(await until(async () => !lock.isHeld(), 1_000)).toBe(true);
+          expect(called).toBe(true);
+          await sleep(50); // a rejection nobody handles is reported after the microtask queue drains
+          expect(unhandled).toEqual([]);
+        } finally {
+          process.off('unhandledRejection', onUnhandled);
+        }
+      });
     });
 
     describe('@Locked on a provider', () => {
