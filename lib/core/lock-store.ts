@@ -50,6 +50,12 @@ export interface LockStore {
    */
   acquire(keys: LockKeys, token: string, ttl: number, joinQueue: boolean, retry: boolean): Promise<AcquireReply>;
 
+  /**
+   * A store that bounds leases (Redlock: nodeRecoveryDelay) refuses a call's longer ones with
+   * LockOptionsError before anything is sent: the ttl, and minHold (a release before it keeps the key that long).
+   */
+  assertLeaseOptions?(options: { readonly ttl: number; readonly minHold: number }): void;
+
   /** Confirms a lock a release handed to `token` (when the backend `confirmsHandovers`); false when it is not ours any more. */
   confirmHandover(keys: LockKeys, token: string, ttl: number): Promise<boolean>;
 

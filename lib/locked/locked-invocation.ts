@@ -1,6 +1,6 @@
 import { Observable, isObservable } from 'rxjs';
 import { DistributedLockError } from '../errors/distributed-lock.error';
-import type { LockOptions } from '../options/lock-options.interface';
+import type { LockOptions, WithLockOptions } from '../options/lock-options.interface';
 import type { CompiledKeySource } from '../keys/key-source';
 import { LockBusyError } from '../errors/lock-busy.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
@@ -26,7 +26,7 @@ export interface LockedMethod {
 export async function invokeForPromise(m: LockedMethod, self: unknown, args: unknown[]): Promise<unknown> {
   const service = lockServiceOf(self, m.where);
   const keys = m.keys.resolve(self, args);
-  const locked = service.withLock(keys, () => invokeOriginal(m, self, args), { ...m.lockOptions, fallback: () => fallbackValue(m, self, args) });
+  const locked = service.withLock(keys, () => invokeOriginal(m, self, args), callOptions(m, self, args));
   return locked.catch((error: unknown) => nameOwnBusyError(error, m, keys));
 }
 
@@ -78,7 +78,7 @@ export function invokeForObservable(m: LockedMethod, self: unknown, args: unknow
           if (finished) inner.unsubscribe();
           return done;
         },
-        { ...m.lockOptions, fallback: () => fallbackValue(m, self, args) },
+        callOptions(m, self, args),
       );
       const outcome = await locked.catch((error: unknown) => nameOwnBusyError(error, m, keys));
       if (!ran) return deliverFallback(outcome, subscriber);
@@ -98,6 +98,11 @@ export function invokeForObservable(m: LockedMethod, self: unknown, args: unknow
 export function nameOwnBusyError(error: unknown, m: LockedMethod, keys: readonly string[]): never {
   if ((error instanceof LockBusyError || error instanceof LockTimeoutError) && keys.includes(error.key)) nameLockError(error, m.keys.name);
   throw error;
+}
+
+/** The call's withLock options: the method's, with its fallback (if it has one) computed from this call. */
+function callOptions(m: LockedMethod, self: unknown, args: unknown[]): WithLockOptions<unknown> {
+  return m.fallback === undefined ? m.lockOptions : { ...m.lockOptions, fallback: () => fallbackValue(m, self, args) };
 }
 
 function fallbackValue(m: LockedMethod, self: unknown, args: unknown[]): unknown {

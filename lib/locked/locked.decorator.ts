@@ -81,11 +81,15 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}): LockedMe
     const defers = options?.onBusy === 'defer';
     const { onBusy: _onBusy, deferKey, ...nonDeferOptions } = options ?? {};
     if (!defers && deferKey !== undefined) throw new LockOptionsError(`${where} options.deferKey`, `deferKey is only used with onBusy: 'defer'.`);
+    if (options?.fallback !== undefined && options.onBusy !== undefined && options.onBusy !== 'fail-fast') {
+      throw new LockOptionsError(`${where} options.fallback`, `a fallback is only used with onBusy: 'fail-fast', not '${String(options.onBusy)}'.`);
+    }
     const lockOptions = checkOptions(defers ? nonDeferOptions : options, where);
-    lockOptions.name ??= metricNameOf(keys, className, propertyKey);
     const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
     const declaredArgs = Math.max(paramTypes?.length ?? 0, original.length);
+    // Keys first: the metric name below is made from them, and a bad key spec must fail as LockKeyError.
     const keySource: CompiledKeySource = compileKeySource(keys, declaredArgs, where);
+    lockOptions.name ??= metricNameOf(keys, className, propertyKey);
     const returnsObservable = isObservableType(Reflect.getMetadata('design:returntype', target, propertyKey));
 
     const method: LockedMethod = { where, original: original as LockedMethod['original'], keys: keySource, lockOptions, fallback: options.fallback };

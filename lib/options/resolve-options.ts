@@ -46,26 +46,27 @@ export interface ResolvedModuleOptions {
 
 /** Merges `overrides` over `base` and validates the result; the only place defaults are applied. */
 export function resolveLockOptions(base: ResolvedLockOptions, overrides: LockOptions | undefined, where: string): ResolvedLockOptions {
-  if (overrides !== undefined && (typeof overrides !== 'object' || overrides === null)) {
-    throw new LockOptionsError(where, `expected an options object, got ${describeValue(overrides)}.`);
-  }
   // The common call passes no options: the (already validated, never mutated) base serves as is.
   if (overrides === undefined) return base;
+  assertOptionsObject(where, overrides);
   const o = overrides;
+  if (o.retryDelay !== undefined) assertOptionsObject(`${where}.retryDelay`, o.retryDelay);
   const retry = o.retryDelay ?? {};
+  // `undefined` means "not given" (the default); anything else, null included, is validated as given.
+  const given = <T>(value: T | undefined, fallback: T): T => (value === undefined ? fallback : value);
   const resolved: ResolvedLockOptions = {
     name: o.name === undefined ? base.name : assertLockName(`${where}.name`, o.name),
-    ttl: assertTtl(`${where}.ttl`, o.ttl ?? base.ttl),
-    onBusy: assertOneOf(`${where}.onBusy`, o.onBusy ?? base.onBusy, POLICIES),
-    waitTimeout: assertIntegerMs(`${where}.waitTimeout`, o.waitTimeout ?? base.waitTimeout, 0),
-    watchdog: assertBoolean(`${where}.watchdog`, o.watchdog ?? base.watchdog),
-    maxHold: assertIntegerMs(`${where}.maxHold`, o.maxHold ?? base.maxHold, 1),
-    minHold: assertIntegerMs(`${where}.minHold`, o.minHold ?? base.minHold, 0),
+    ttl: assertTtl(`${where}.ttl`, given(o.ttl, base.ttl)),
+    onBusy: assertOneOf(`${where}.onBusy`, given(o.onBusy, base.onBusy), POLICIES),
+    waitTimeout: assertIntegerMs(`${where}.waitTimeout`, given(o.waitTimeout, base.waitTimeout), 0),
+    watchdog: assertBoolean(`${where}.watchdog`, given(o.watchdog, base.watchdog)),
+    maxHold: assertIntegerMs(`${where}.maxHold`, given(o.maxHold, base.maxHold), 1),
+    minHold: assertIntegerMs(`${where}.minHold`, given(o.minHold, base.minHold), 0),
     retryDelay: {
-      min: assertIntegerMs(`${where}.retryDelay.min`, retry.min ?? base.retryDelay.min, 1),
-      max: assertIntegerMs(`${where}.retryDelay.max`, retry.max ?? base.retryDelay.max, 1),
+      min: assertIntegerMs(`${where}.retryDelay.min`, given(retry.min, base.retryDelay.min), 1),
+      max: assertIntegerMs(`${where}.retryDelay.max`, given(retry.max, base.retryDelay.max), 1),
     },
-    onLockLost: assertFunctionOrUndefined(`${where}.onLockLost`, o.onLockLost ?? base.onLockLost),
+    onLockLost: assertFunctionOrUndefined(`${where}.onLockLost`, given(o.onLockLost, base.onLockLost)),
   };
   if (resolved.retryDelay.max < resolved.retryDelay.min) {
     throw new LockOptionsError(
@@ -73,7 +74,20 @@ export function resolveLockOptions(base: ResolvedLockOptions, overrides: LockOpt
       `must be at least retryDelay.min (${resolved.retryDelay.min}), got ${resolved.retryDelay.max}.`,
     );
   }
+  if (resolved.minHold > resolved.maxHold) {
+    throw new LockOptionsError(
+      `${where}.minHold`,
+      `(${resolved.minHold} ms) must not exceed maxHold (${resolved.maxHold} ms): a release would keep the key longer than any holder may hold it. ` +
+        'Lower minHold or raise maxHold.',
+    );
+  }
   return resolved;
+}
+
+function assertOptionsObject(where: string, value: unknown): asserts value is object {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new LockOptionsError(where, `expected an options object, got ${describeValue(value)}.`);
+  }
 }
 
 /** `lock.name` of a call that names no kind of lock: one bounded value rather than anything derived from the key. */

@@ -54,6 +54,16 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
   /** Whether `key` is gone from node `node` within half a second (a give-back runs after the attempt's answer). */
   const goneFrom = (node: number, key: string): Promise<boolean> => pollUntil(async () => (await direct[node].exists(key)) === 0, 500, 10);
 
+  it('refuses a per-call minHold (or ttl) longer than nodeRecoveryDelay before sending anything: a restarted node would vote again under it', async () => {
+    const a = await makeService('rbmh:', { ttl: 1_000, nodeRecoveryDelay: 1_000 });
+    const before = await scriptCalls();
+    const error = await a.acquire('job', { minHold: 60_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockOptionsError);
+    expect((error as LockOptionsError).message).toMatch(/60000 ms is longer than nodeRecoveryDelay \(1000 ms\).*lower the minHold/);
+    await expect(a.withLock('job', () => 'ran', { ttl: 5_000 })).rejects.toBeInstanceOf(LockOptionsError);
+    expect(await scriptCalls()).toBe(before);
+  });
+
   it('nodes agree on the proposed token: an uncontended acquire + release is one script per node each way, no fencing write-back', async () => {
     const a = await makeService('rb0:');
     for (let i = 0; i < 5; i++) await (await a.acquire('k')).release(); // scripts cached on every node

@@ -184,7 +184,14 @@ describe('LockService against a real redis-server: acquire, release, validation'
       ['maxHold', { maxHold: NaN }],
       ['minHold', { minHold: -1 }],
       ['retryDelay.max', { retryDelay: { min: 50, max: 10 } }],
+      ['retryDelay', { retryDelay: 5 }],
+      ['retryDelay', { retryDelay: 'x' }],
       ['onLockLost', { onLockLost: 'log' }],
+      // null is not "not given": it was read as the default
+      ['ttl', { ttl: null }],
+      ['waitTimeout', { waitTimeout: null }],
+      // a release would keep the key longer than any holder may hold it
+      ['minHold', { maxHold: 1_000, minHold: 120_000 }],
     ])('rejects a bad %s with LockOptionsError naming it', async (name, options) => {
       const error = await locks.acquire('k', options as never).catch((e) => e);
       expect(error).toBeInstanceOf(LockOptionsError);
@@ -203,6 +210,20 @@ describe('LockService against a real redis-server: acquire, release, validation'
     ])('rejects %s as a key with LockKeyError', async (_, key) => {
       await expect(locks.acquire(key as never)).rejects.toBeInstanceOf(LockKeyError);
       await expect(locks.withLock(key as never, () => 1)).rejects.toBeInstanceOf(LockKeyError);
+    });
+
+    it('rejects options that are not an object (an array, a string) in acquire and tryAcquire alike', async () => {
+      for (const options of [[], 'abc', 5, null]) {
+        await expect(locks.acquire('k', options as never)).rejects.toBeInstanceOf(LockOptionsError);
+        await expect(locks.tryAcquire('k', options as never)).rejects.toBeInstanceOf(LockOptionsError);
+      }
+    });
+
+    it("rejects a withLock fallback that could never be used (onBusy is not 'fail-fast')", async () => {
+      const error = await locks.withLock('k', () => 'ran', { fallback: 'fb' }).catch((e) => e);
+      expect(error).toBeInstanceOf(LockOptionsError);
+      expect(error.message).toContain("only used with onBusy: 'fail-fast'");
+      expect(await locks.withLock('k', () => 'ran', { onBusy: 'throw', fallback: 'fb' } as never).catch((e) => e)).toBeInstanceOf(LockOptionsError);
     });
 
     it('rejects bad module options when the service is made', () => {

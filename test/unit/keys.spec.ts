@@ -4,7 +4,7 @@
  */
 import 'reflect-metadata';
 import fc from 'fast-check';
-import { LockKeyError, lockKey } from '../../lib';
+import { LockKeyError, LockOptionsError, Locked, lockKey } from '../../lib';
 import { compileKeySource } from '../../lib/keys/key-source';
 import { parsedTemplates } from '../../lib/keys/lock-key';
 import { normalizeKeys } from '../../lib/keys/normalize-keys';
@@ -31,6 +31,27 @@ describe('key template resolution', () => {
     ['x:<0>', ['{tag}*?\n ü'], 'x:{tag}*?\n ü'],
   ])('%s with %p → %s', (template, args, key) => {
     expect(resolve(template, args)).toBe(key);
+  });
+});
+
+describe('@Locked refuses a bad spec when the class is defined', () => {
+  /** Defines a class whose one method is @Locked with `keys` and `options`. */
+  const define = (keys: unknown, options?: unknown) => () => {
+    class Svc {
+      @Locked(keys as never, options as never)
+      async method(_id: string): Promise<void> {}
+    }
+    return Svc;
+  };
+
+  it('a key spec that is not one (a number, null, an object, undefined) is a LockKeyError, not a TypeError', () => {
+    for (const keys of [42, null, {}, undefined]) expect(define(keys)).toThrow(LockKeyError);
+  });
+
+  it("a fallback with an onBusy that never uses it ('retry', 'throw') is a LockOptionsError", () => {
+    expect(define('a:<0>', { onBusy: 'retry', fallback: 'FB' })).toThrow(LockOptionsError);
+    expect(define('a:<0>', { onBusy: 'throw', fallback: () => 'FB' })).toThrow(/only used with onBusy: 'fail-fast'/);
+    expect(define('a:<0>', { onBusy: 'fail-fast', fallback: 'FB' })).not.toThrow();
   });
 });
 

@@ -48,6 +48,12 @@ describe('Redlock options (nodes)', () => {
       'nodeRecoveryDelay',
       /at least the ttl \(10000 ms\)/,
     ],
+    [
+      'nodeRecoveryDelay below the module minHold (a release before minHold keeps the key that long)',
+      { nodes: three, ttl: 1_000, minHold: 60_000, nodeRecoveryDelay: 1_000 },
+      'nodeRecoveryDelay',
+      /at least the minHold \(60000 ms\)/,
+    ],
     ['nodeRecoveryDelay not a number', { nodes: three, nodeRecoveryDelay: 'long' }, 'nodeRecoveryDelay', /integer number of milliseconds/],
   ])('refuses %s', (_name, options, option, message) => {
     const error = refusal(options);

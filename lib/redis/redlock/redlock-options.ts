@@ -79,12 +79,14 @@ export function resolveRedlockSettings(options: DistributedLockModuleOptions, se
   if (options.defer !== undefined) {
     throw new LockOptionsError('defer', "needs one Redis for its job queue and is not supported with nodes (Redlock) yet; use the 'redis' option.");
   }
-  const ttl = settings.defaults.ttl;
-  const nodeRecoveryDelay = assertIntegerMs('nodeRecoveryDelay', options.nodeRecoveryDelay ?? ttl, 0);
-  if (nodeRecoveryDelay > 0 && nodeRecoveryDelay < ttl) {
+  const { ttl, minHold } = settings.defaults;
+  // The longest lease the defaults make: a release before minHold keeps the key that long.
+  const longest = Math.max(ttl, minHold);
+  const nodeRecoveryDelay = assertIntegerMs('nodeRecoveryDelay', options.nodeRecoveryDelay ?? longest, 0);
+  if (nodeRecoveryDelay > 0 && nodeRecoveryDelay < longest) {
     throw new LockOptionsError(
       'nodeRecoveryDelay',
-      `must be at least the ttl (${ttl} ms), got ${nodeRecoveryDelay}: a node restarted without its data must not vote while a lease it forgot may still run. ` +
+      `must be at least the ${longest === ttl ? 'ttl' : 'minHold'} (${longest} ms), got ${nodeRecoveryDelay}: a node restarted without its data must not vote while a lease it forgot may still run. ` +
         '0 turns the protection off (only with appendonly yes and appendfsync always on every node).',
     );
   }

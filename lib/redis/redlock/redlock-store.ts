@@ -304,7 +304,13 @@ export class RedlockStore implements LockStore {
   }
 
   shorten(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
+    this.assertTtl('minHold', ttl);
     return this.renewOnMajority('shorten', keys, token, ttl);
+  }
+
+  assertLeaseOptions(options: { readonly ttl: number; readonly minHold: number }): void {
+    this.assertTtl('ttl', options.ttl);
+    this.assertTtl('minHold', options.minHold);
   }
 
   async abandon(keys: LockRedisKeys, token: string): Promise<void> {
@@ -388,7 +394,7 @@ export class RedlockStore implements LockStore {
       throw new LockOptionsError(
         option,
         `${ttl} ms is longer than nodeRecoveryDelay (${limit} ms): in Redlock mode a node restarted without its data votes again ` +
-          `after nodeRecoveryDelay, which is safe only if every lease is at most that long. Raise nodeRecoveryDelay or lower the ttl.`,
+          `after nodeRecoveryDelay, which is safe only if every lease is at most that long. Raise nodeRecoveryDelay or lower the ${option === 'minHold' ? 'minHold' : 'ttl'}.`,
       );
     }
   }
