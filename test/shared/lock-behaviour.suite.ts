@@ -436,6 +436,7 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
           let called = false;
           const locks = await world.service({
             ttl: 300,
+            // eslint-disable-next-line @typescript-eslint/no-misused-promises -- the case under test: users pass async callbacks
             onLockLost: async () => {
               called = true;
               throw new Error('async onLockLost failed');
