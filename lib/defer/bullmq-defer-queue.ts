@@ -11,6 +11,7 @@ import { Deferred } from './deferred';
 import { decodeDeferredArguments, encodeDeferredArguments, type EncodedArguments } from './defer-arguments';
 import type { DeferQueue } from './defer-queue';
 import type { DeferredMethod } from './deferred-methods';
+import { storableResult } from './storable-result';
 
 /** What a job carries: the method's stable name and its arguments (JSON). */
 interface DeferredJobData extends EncodedArguments {
@@ -129,13 +130,16 @@ export class BullmqDeferQueue implements DeferQueue {
   private async process(job: Job<DeferredJobData>, targets: ReadonlyMap<string, DeferTarget>, run: RunUnderLock): Promise<unknown> {
     const target = targets.get(job.data.method);
     if (!target) throw new DistributedLockError(`No singleton provider with the deferring method ${job.data.method} on this instance.`);
+    let result: unknown;
     try {
-      return await run(target, decodeDeferredArguments(job.data));
+      result = await run(target, decodeDeferredArguments(job.data));
     } catch (error) {
       // The failed set keeps the message only: put the error's type name in it (`LockTimeoutError: …`).
       const e = error instanceof Error ? error : new Error(String(error));
       throw Object.assign(new Error(`${e.name}: ${e.message}`), { name: e.name });
     }
+    // The method ran: from here on nothing may fail the job (a failed job is run again).
+    return storableResult(result, job.data.method, job.id, this.logger);
   }
 
   private finished(job: Job<DeferredJobData>, targets: ReadonlyMap<string, DeferTarget>, outcome: 'completed' | 'failed'): void {

@@ -2,7 +2,7 @@
  * onBusy 'defer' on a real Redis with real BullMQ: three Nest applications (instances) in this process share
  * one queue; a busy key makes the call a job that some instance's worker runs later under the same lock.
  */
-import { Controller, INestApplication, Injectable, Module, Param, Post } from '@nestjs/common';
+import { Controller, INestApplication, Injectable, Logger, Module, Param, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Queue } from 'bullmq';
 import { performance } from 'perf_hooks';
@@ -49,6 +49,16 @@ class Claims {
   @Locked('anything:<0>', { onBusy: 'defer' })
   async takes(id: string, _payload: unknown): Promise<string | Deferred> {
     return id;
+  }
+
+  /** A result JSON cannot hold: an ORM-like entity with a back reference, or a BigInt. */
+  @Locked('entity:<0>', { onBusy: 'defer' })
+  async load(id: string, kind: 'circular' | 'bigint'): Promise<unknown> {
+    runs.push({ user: `load ${id}`, token: currentLock()!.fencingToken, start: 0, end: 0 });
+    if (kind === 'bigint') return { total: 10n };
+    const order: Record<string, unknown> = { id, lines: [] };
+    (order.lines as unknown[]).push({ order });
+    return order;
   }
 }
 
@@ -206,6 +216,36 @@ describe("@Locked onBusy 'defer' (BullMQ)", () => {
     await held2.release();
     await sleep(200);
     expect(runs).toHaveLength(2);
+  });
+
+  it('a result JSON cannot hold (circular entity, BigInt): the job completes once with a null return value and a warning, never re-run', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    try {
+      const [{ claims, locks }] = await startApps(1, { attempts: 3, backoff: 20 });
+      const held = [await locks.acquire('entity:c'), await locks.acquire('entity:b')];
+      const jobs = [(await claims.load('c', 'circular')) as Deferred, (await claims.load('b', 'bigint')) as Deferred];
+      expect(jobs.every((j) => j instanceof Deferred)).toBe(true);
+      await Promise.all(held.map((h) => h.release()));
+      expect(await pollUntil(async () => (await counts()).completed === 2, 20_000, 25)).toBe(true);
+      await sleep(300); // a retry (the old failure) would run within the backoff
+      for (const { jobId } of jobs) {
+        const job = (await queue!.getJob(jobId))!;
+        expect(await job.getState()).toBe('completed');
+        expect(job.returnvalue).toBeNull();
+        expect(job.failedReason).toBeFalsy();
+      }
+      expect((await counts()).failed).toBe(0);
+      expect(runs.map((r) => r.user).sort()).toEqual(['load b', 'load c']);
+      const warnings = warn.mock.calls.map(([message]) => String(message));
+      expect(warnings).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/Deferred Claims\.load \(job .+\) returned a value JSON cannot hold \(.*circular.*\)/i),
+          expect.stringMatching(/Deferred Claims\.load \(job .+\) returned a value JSON cannot hold \(.*BigInt.*\)/i),
+        ]),
+      );
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it('HTTP: a deferred call answers 202 Accepted with the job id; a free key answers 201 with the result', async () => {
