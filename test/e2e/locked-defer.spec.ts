@@ -5,10 +5,11 @@
 import { Controller, INestApplication, Injectable, Logger, Module, Param, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Queue } from 'bullmq';
+import { AsyncResource } from 'node:async_hooks';
 import { performance } from 'perf_hooks';
 import request from 'supertest';
 import '../harness/quiet-logs';
-import { DeferArgumentError, Deferred, DistributedLockModule, LockService, Locked, currentLock } from '../../lib';
+import { DeferArgumentError, Deferred, DistributedLockModule, LockService, LockTimeoutError, Locked, currentLock } from '../../lib';
 import type { DeferModuleOptions } from '../../lib';
 import { RedisProcess } from '../harness/redis-process';
 import { pollUntil, sleep } from '../unit/core-helpers';
@@ -60,7 +61,28 @@ class Claims {
     (order.lines as unknown[]).push({ order });
     return order;
   }
+
+  /**
+   * Charges, then calls a nested @Locked method on the same key from a callback that runs in another async
+   * context (a pool created at startup binds its callbacks to its own context, as some database drivers do):
+   * the nested call does not see the outer lock and times out waiting for it.
+   */
+  @Locked('charge:<0>', { onBusy: 'defer' })
+  async charge(id: string): Promise<string | Deferred> {
+    runs.push({ user: `charged ${id}`, token: currentLock()!.fencingToken, start: 0, end: 0 });
+    await startupPool.query(() => this.audit(id));
+    return 'charged';
+  }
+
+  @Locked('charge:<0>', { waitTimeout: 200 })
+  async audit(id: string): Promise<void> {
+    runs.push({ user: `audited ${id}`, token: 0, start: 0, end: 0 });
+  }
 }
+
+/** A resource made at startup: its callbacks run in the startup async context, not the caller's. */
+const startupContext = new AsyncResource('startup-pool');
+const startupPool = { query: (callback: () => Promise<unknown>) => startupContext.runInAsyncScope(callback) };
 
 @Controller('claims')
 class ClaimsController {
@@ -82,7 +104,10 @@ describe("@Locked onBusy 'defer' (BullMQ)", () => {
   beforeAll(async () => {
     redis = await RedisProcess.start();
   });
-  afterAll(() => redis.stop());
+  afterAll(async () => {
+    startupContext.emitDestroy();
+    await redis.stop();
+  });
   beforeEach(() => {
     runs.length = 0;
     queueName = `defer-test-${++testNo}`;
@@ -246,6 +271,17 @@ describe("@Locked onBusy 'defer' (BullMQ)", () => {
     } finally {
       warn.mockRestore();
     }
+  });
+
+  it('an error thrown by the method itself (a nested lock on its own key timing out) is not a busy key: rethrown, never deferred to run again', async () => {
+    const [{ claims }] = await startApps(1, { worker: false });
+    const call = claims.charge('c1');
+    await expect(call).rejects.toBeInstanceOf(LockTimeoutError);
+    await expect(call).rejects.toThrow(/charge:c1/);
+    // It ran (and charged) once, here; nothing was enqueued to run it again.
+    expect(runs.map((r) => r.user)).toEqual(['charged c1']);
+    const c = await counts();
+    expect(c.waiting + c.delayed + c.active + c.completed + c.failed).toBe(0);
   });
 
   it('HTTP: a deferred call answers 202 Accepted with the job id; a free key answers 201 with the result', async () => {
