@@ -11,6 +11,7 @@ import { Deferred } from './deferred';
 import { decodeDeferredArguments, encodeDeferredArguments, type EncodedArguments } from './defer-arguments';
 import type { DeferQueue } from './defer-queue';
 import type { DeferredMethod } from './deferred-methods';
+import { isFinalFailure } from './final-failure';
 import { storableResult } from './storable-result';
 
 /** What a job carries: the method's stable name and its arguments (JSON). */
@@ -94,15 +95,20 @@ export class BullmqDeferQueue implements DeferQueue {
       concurrency: this.options.concurrency,
       lockDuration: this.options.jobLease,
       stalledInterval: this.options.jobLease,
+      // A run cut short by a dead worker (a stall) is run again as often as `attempts` allows; BullMQ's
+      // default (1) failed a job for good at its second stall, attempts left or not.
+      maxStalledCount: this.options.attempts - 1,
     });
     worker.on('error', (error) => this.logger.warn(`Defer worker "${this.options.queueName}": ${error.message}`));
     worker.on('completed', (job) => this.finished(job, targets, 'completed'));
     worker.on('failed', (job, error) => {
       if (!job) return;
-      const final = job.attemptsMade >= (job.opts.attempts ?? 1);
-      if (!final) return this.metrics.deferred(this.metricName(job, targets), 'retried');
+      if (!isFinalFailure(job, error)) return this.metrics.deferred(this.metricName(job, targets), 'retried');
       this.finished(job, targets, 'failed');
-      this.logger.error(`Deferred ${job.data.method} (job ${job.id}) failed after ${job.attemptsMade} attempt(s): ${error.message}`);
+      this.logger.error(
+        `Deferred ${job.data.method} (job ${job.id}) failed for good: ${error.message} (${job.attemptsStarted} attempt(s) started, ` +
+          `${job.stalledCounter} cut short by a worker that stopped); it stays in the failed set of queue "${this.options.queueName}".`,
+      );
     });
     this.worker = worker;
   }

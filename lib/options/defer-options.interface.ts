@@ -6,7 +6,10 @@ export interface DeferModuleOptions {
   concurrency?: number;
   /** Run a worker on this instance; `false` on instances that only enqueue. @default true */
   worker?: boolean;
-  /** Runs of one job (busy key or a throwing method both count) before it lands in the failed set. Integer 1 … 1000. @default 5 */
+  /**
+   * Runs of one job before it lands in the failed set: a busy key, a throwing method and a run cut short by a
+   * worker that stopped (killed mid-job) each use one. Integer 1 … 1000. @default 5
+   */
   attempts?: number;
   /** Delay before a retry in ms, doubled at each attempt (BullMQ exponential backoff). Integer 0 … 2,147,483,647. @default 1000 */
   backoff?: number;
