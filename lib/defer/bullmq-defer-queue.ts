@@ -16,6 +16,7 @@ import { Deferred } from './deferred';
 import { decodeDeferredArguments, encodeDeferredArguments, type EncodedArguments } from './defer-arguments';
 import type { DeferQueue } from './defer-queue';
 import type { DeferredMethod } from './deferred-methods';
+import { prepareDeferKeyJob } from './defer-key-job';
 import { enqueueFailure, enqueueTimeout } from './enqueue-failure';
 import { isFinalFailure } from './final-failure';
 import { JobDrain } from './job-drain';
@@ -85,12 +86,12 @@ export class BullmqDeferQueue implements DeferQueue {
     return this.closing !== undefined;
   }
 
-  async enqueue(method: DeferredMethod, args: readonly unknown[]): Promise<Deferred> {
+  async enqueue(method: DeferredMethod, args: readonly unknown[], deferKey?: readonly string[]): Promise<Deferred> {
     if (this.closing)
       throw new DistributedLockError(
         `The defer queue "${this.options.queueName}" is closed (application shutdown): ${method.name} was not enqueued.`,
       );
-    const adding = this.add(method, args);
+    const adding = this.add(method, args, deferKey);
     this.adding.add(adding);
     try {
       return await adding;
@@ -99,25 +100,31 @@ export class BullmqDeferQueue implements DeferQueue {
     }
   }
 
-  private async add(method: DeferredMethod, args: readonly unknown[]): Promise<Deferred> {
+  private async add(method: DeferredMethod, args: readonly unknown[], deferKey: readonly string[] | undefined): Promise<Deferred> {
     const encoded = encodeDeferredArguments(args, method.where);
-    const jobId = method.deferKey ? idempotentJobId(method.name, method.deferKey.resolve(undefined, args)) : undefined;
-    const { attempts, backoff } = this.options;
+    const jobId = deferKey ? idempotentJobId(method.name, deferKey) : undefined;
     const { commandTimeout } = this.limits;
-    const adding = this.queue.add(
-      method.name,
-      { method: method.name, ...encoded },
-      { jobId, attempts, backoff: { type: 'exponential', delay: backoff }, removeOnComplete: { age: KEEP_COMPLETED_SECONDS }, removeOnFail: false },
-    );
-    let job: Job<DeferredJobData>;
+    let id: string;
     try {
       // Bounded like every command of the lock: a caller told "busy, deferred" must not wait on a Redis that is gone.
-      job = await withDeadline(adding, commandTimeout, () => enqueueTimeout(method.name, commandTimeout));
+      id = await withDeadline(this.store(method, encoded, jobId), commandTimeout, () => enqueueTimeout(method.name, commandTimeout));
     } catch (error) {
       throw enqueueFailure(method.name, error);
     }
     this.metrics.deferred(lockNameOf(method), 'enqueued');
-    return new Deferred(job.id ?? '', method.name, this.options.queueName);
+    return new Deferred(id, method.name, this.options.queueName);
+  }
+
+  /** Adds the job (or, for a deferKey naming a job that failed for good, retries that one); resolves to its id. */
+  private async store(method: DeferredMethod, encoded: EncodedArguments, jobId: string | undefined): Promise<string> {
+    if (jobId !== undefined && (await prepareDeferKeyJob(this.queue, jobId, KEEP_COMPLETED_SECONDS * 1000)) === 'retried') return jobId;
+    const { attempts, backoff } = this.options;
+    const job = await this.queue.add(
+      method.name,
+      { method: method.name, ...encoded },
+      { jobId, attempts, backoff: { type: 'exponential', delay: backoff }, removeOnComplete: { age: KEEP_COMPLETED_SECONDS }, removeOnFail: false },
+    );
+    return job.id ?? '';
   }
 
   /** Starts this instance's worker over the deferring methods found at startup (by stable name). */

@@ -9,7 +9,7 @@ import { AsyncResource } from 'node:async_hooks';
 import { performance } from 'perf_hooks';
 import request from 'supertest';
 import '../harness/quiet-logs';
-import { DeferArgumentError, Deferred, DistributedLockModule, LockService, LockTimeoutError, Locked, currentLock } from '../../lib';
+import { DeferArgumentError, Deferred, DistributedLockModule, LockKeyError, LockService, LockTimeoutError, Locked, currentLock } from '../../lib';
 import type { DeferModuleOptions } from '../../lib';
 import { RedisProcess } from '../harness/redis-process';
 import { pollUntil, sleep } from '../unit/core-helpers';
@@ -23,6 +23,8 @@ interface Run {
 
 /** Every run of every instance (the three applications share this process). */
 const runs: Run[] = [];
+/** What `Claims.refund` depends on. */
+const gateway = { down: false };
 
 @Injectable()
 class Claims {
@@ -50,6 +52,39 @@ class Claims {
   @Locked('anything:<0>', { onBusy: 'defer' })
   async takes(id: string, _payload: unknown): Promise<string | Deferred> {
     return id;
+  }
+
+  /** Throws while the gateway is down: its job can reach its final failure. */
+  @Locked('refund:<0>', { onBusy: 'defer', deferKey: 'refund-request:<1>' })
+  async refund(order: string, requestId: string): Promise<string | Deferred> {
+    if (gateway.down) throw new Error('payment gateway down');
+    runs.push({ user: `refunded ${order}/${requestId}`, token: currentLock()!.fencingToken, start: 0, end: 0 });
+    return 'refunded';
+  }
+
+  readonly tenant = 't1';
+
+  /** Key and deferKey functions that read the instance, as key functions may. */
+  @Locked(
+    function (this: Claims, id: string) {
+      return `doc:${this.tenant}:${id}`;
+    },
+    {
+      onBusy: 'defer',
+      deferKey: function (this: Claims, _id: string, requestId: string) {
+        return `save-request:${this.tenant}:${requestId}`;
+      },
+    },
+  )
+  async save(id: string, requestId: string): Promise<string | Deferred> {
+    runs.push({ user: `saved ${id}/${requestId}`, token: currentLock()!.fencingToken, start: 0, end: 0 });
+    return 'saved';
+  }
+
+  @Locked('item:<0>', { onBusy: 'defer', deferKey: 'put-request:<1.requestId>' })
+  async put(id: string, _dto: { requestId?: string }): Promise<string | Deferred> {
+    runs.push({ user: `put ${id}`, token: currentLock()!.fencingToken, start: 0, end: 0 });
+    return 'put';
   }
 
   /** A result JSON cannot hold: an ORM-like entity with a back reference, or a BigInt. */
@@ -282,6 +317,64 @@ describe("@Locked onBusy 'defer' (BullMQ)", () => {
     expect(runs.map((r) => r.user)).toEqual(['charged c1']);
     const c = await counts();
     expect(c.waiting + c.delayed + c.active + c.completed + c.failed).toBe(0);
+  });
+
+  it('deferKey: after its job failed for good, a repeat of the call runs (the failed job is retried, same id, all attempts again)', async () => {
+    const [{ claims, locks }] = await startApps(1, { attempts: 2, backoff: 20 });
+    gateway.down = true;
+    let held = await locks.acquire('refund:o1');
+    const first = (await claims.refund('o1', 'r1')) as Deferred;
+    await held.release();
+    expect(await pollUntil(async () => (await counts()).failed === 1, 20_000, 25)).toBe(true);
+    gateway.down = false;
+    held = await locks.acquire('refund:o1');
+    const again = await claims.refund('o1', 'r1');
+    await held.release();
+    expect(again).toBeInstanceOf(Deferred);
+    expect((again as Deferred).jobId).toBe(first.jobId);
+    expect(await pollUntil(async () => (await queue!.getJobState(first.jobId)) === 'completed', 20_000, 25)).toBe(true);
+    expect(runs.map((r) => r.user)).toEqual(['refunded o1/r1']);
+    const job = (await queue!.getJob(first.jobId))!;
+    expect(job.returnvalue).toBe('refunded');
+    expect((job.stacktrace ?? []).join('\n')).toMatch(/payment gateway down/); // the earlier failure stays on the job
+  });
+
+  it('deferKey: a completed job older than the one-hour window no longer stands for the call, even on a quiet queue', async () => {
+    const [{ claims, locks }] = await startApps(1);
+    let held = await locks.acquire('order:o9');
+    const first = (await claims.pay('o9', 'r9')) as Deferred;
+    await held.release();
+    expect(await pollUntil(async () => (await queue!.getJobState(first.jobId)) === 'completed', 20_000, 25)).toBe(true);
+    // Two hours pass with nothing else completing on this queue (BullMQ trims completed jobs only then).
+    const twoHoursAgo = Date.now() - 2 * 3_600_000;
+    const client = redis.client();
+    await client.zadd(`bull:${queueName}:completed`, twoHoursAgo, first.jobId);
+    await client.hset(`bull:${queueName}:${first.jobId}`, 'finishedOn', String(twoHoursAgo));
+    held = await locks.acquire('order:o9');
+    const again = (await claims.pay('o9', 'r9')) as Deferred;
+    await held.release();
+    expect(again).toBeInstanceOf(Deferred);
+    expect(await pollUntil(() => runs.length === 2, 20_000, 25)).toBe(true);
+    expect(runs.map((r) => r.user)).toEqual(['o9/r9', 'o9/r9']);
+    expect(await queue!.getJobState(again.jobId)).toBe('completed');
+  });
+
+  it("deferKey: a key function gets the method's `this`, and a deferKey that cannot be resolved fails every call, busy key or not", async () => {
+    const [{ claims, locks }] = await startApps(1, { worker: false });
+    const held = await locks.acquire('doc:t1:1');
+    const first = await claims.save('1', 'r1');
+    const again = await claims.save('1', 'r1');
+    await held.release();
+    expect(first).toBeInstanceOf(Deferred);
+    expect((again as Deferred).jobId).toBe((first as Deferred).jobId);
+
+    // No requestId: refused before anything runs, whether the key is free or busy.
+    await expect(claims.put('1', {})).rejects.toBeInstanceOf(LockKeyError);
+    const heldItem = await locks.acquire('item:1');
+    await expect(claims.put('1', {})).rejects.toThrow(/deferKey/);
+    await heldItem.release();
+    expect(runs).toEqual([]);
+    expect((await counts()).waiting).toBe(1);
   });
 
   it('HTTP: a deferred call answers 202 Accepted with the job id; a free key answers 201 with the result', async () => {
