@@ -241,6 +241,14 @@ describe("@Locked onBusy 'defer' (BullMQ)", () => {
       [{ items: [new Dto()] }, /args\[1\]\.items\[0\] is an instance of Dto/],
       [[1, undefined], /args\[1\]\[1\] is undefined inside an array/],
       [NaN, /args\[1\] is NaN/],
+      // Accepted by JSON.stringify, but they would arrive changed:
+      // eslint-disable-next-line no-sparse-arrays -- the hole is the point
+      [[1, , 3], /args\[1\]\[1\] is a hole in a sparse array \(it would arrive as null/],
+      [{ seats: new Array(2) }, /args\[1\]\.seats\[0\] is a hole in a sparse array/],
+      [Object.assign(['a'], { total: 5 }), /args\[1\]\.total is a property of an array that is not an index/],
+      [{ delta: -0 }, /args\[1\]\.delta is -0 \(it would arrive as 0/],
+      [Object.defineProperty({ a: 1 }, 'toJSON', { value: () => 'replaced' }), /args\[1\]\.toJSON is a non-enumerable property.*toJSON/],
+      [Object.defineProperty({ a: 1 }, 'secret', { value: 2 }), /args\[1\]\.secret is a non-enumerable property/],
     ];
     for (const [payload, message] of bad) {
       const call = claims.takes('x', payload);
