@@ -15,8 +15,9 @@ export interface DeferModuleOptions {
   backoff?: number;
   /**
    * How long a worker's claim on a running job lasts between its renewals (BullMQ `lockDuration`; stalled jobs are
-   * looked for as often). A worker killed mid-job has its job run again by another worker after about this long:
-   * delivery is at-least-once, so fence what the method writes (`currentLock().fencingToken`). Integer 100 … 2,147,483,647.
+   * looked for as often). A worker killed mid-job has its job run again by another worker after about this long, while
+   * `attempts` allow: delivery is at-least-once, so fence what the method writes (`currentLock().fencingToken`).
+   * Integer 100 … 2,147,483,647.
    * @default 30000
    */
   jobLease?: number;
