@@ -146,7 +146,7 @@ export class BullmqDeferQueue implements DeferQueue {
       this.finished(job, targets, 'failed');
       this.logger.error(
         `Deferred ${job.data.method} (job ${job.id}) failed for good: ${error.message} (${job.attemptsStarted} attempt(s) started, ` +
-          `${job.stalledCounter} cut short by a worker that stopped); it stays in the failed set of queue "${this.options.queueName}".`,
+          `${job.stalledCounter ?? 'an unknown number'} cut short by a worker that stopped); it stays in the failed set of queue "${this.options.queueName}".`,
       );
     });
     this.worker = worker;
@@ -246,16 +246,20 @@ export class BullmqDeferQueue implements DeferQueue {
     }
   }
 
-  /** A job this worker will not run after all (it is closing): back to the waiting list, no attempt used. */
+  /**
+   * A job this worker will not run after all (it is closing): back in the queue, due now, no attempt used.
+   * Moved to the delayed set with no delay rather than with moveToWait/WaitingError: those came late in
+   * BullMQ 5, and the peer range starts at 5.0.
+   */
   private async giveBack(job: Job<DeferredJobData>, token: string | undefined): Promise<never> {
     try {
-      await job.moveToWait(token);
+      await job.moveToDelayed(Date.now(), token);
     } catch (error) {
       // Redis unreachable: the job stays active until its lease lapses, then another worker runs it.
       this.logger.warn(`Deferred ${job.data.method} (job ${job.id}) could not be put back in the queue: ${(error as Error).message}`);
     }
     // Tells BullMQ the job was moved by the processor: nothing to record, no attempt used.
-    throw new this.bullmq.WaitingError();
+    throw new this.bullmq.DelayedError();
   }
 
   private finished(job: Job<DeferredJobData>, targets: ReadonlyMap<string, DeferTarget>, outcome: 'completed' | 'failed'): void {
