@@ -36,7 +36,9 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazy: bullmq (optional peer) is loaded only with a defer option
     const { BullmqDeferQueue: QueueClass } = require('./defer/bullmq-defer-queue') as typeof import('./defer/bullmq-defer-queue');
     // `defer` with `nodes` (Redlock: no single Redis for the queue) was refused when the LockService was built.
-    this.queue = new QueueClass(this.settings, this.options.redis as RedisConnectionOption, this.locks.engine.metrics, this.locks.engine.logger);
+    const { engine } = this.locks;
+    const limits = { commandTimeout: engine.settings.commandTimeout, shutdownTimeout: engine.settings.shutdownTimeout };
+    this.queue = new QueueClass(this.settings, this.options.redis as RedisConnectionOption, limits, engine.metrics, engine.logger);
     attachDeferQueue(this.locks, this.queue);
   }
 
@@ -59,20 +61,18 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
       );
     }
     if (this.queue && this.settings?.worker) {
-      this.queue.startWorker(targets, ({ instance, method }, args) =>
-        this.locks.withLock(method.keys.resolve(instance, args), () => Reflect.apply(method.original, instance, args), {
-          ...method.lockOptions,
-          onBusy: 'retry',
-        }),
+      this.queue.startWorker(targets, ({ instance, method }, args, body) =>
+        this.locks.withLock(method.keys.resolve(instance, args), body, { ...method.lockOptions, onBusy: 'retry' }),
       );
     }
   }
 
   /**
    * Nest runs every beforeApplicationShutdown before closing the HTTP server and before any
-   * onApplicationShutdown (where the LockService closes): the worker stops taking jobs and its running
-   * jobs finish under their locks. The queue stays attached meanwhile: requests still being served can
-   * run (free key) or enqueue (busy key) for another instance.
+   * onApplicationShutdown (where the LockService closes): the worker stops taking jobs, jobs waiting for
+   * their lock go back to the queue, running jobs are told through their lock's signal and finish under
+   * their locks, bounded by shutdownTimeout (see BullmqDeferQueue.closeWorker). The queue stays attached
+   * meanwhile: requests still being served can run (free key) or enqueue (busy key) for another instance.
    */
   async beforeApplicationShutdown(): Promise<void> {
     await this.queue?.closeWorker();

@@ -2,15 +2,25 @@ import { createHash } from 'node:crypto';
 import type { Logger } from '@nestjs/common';
 import type { Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { Lock } from '../core/lock';
 import { DistributedLockError } from '../errors/distributed-lock.error';
+import { LockLostError } from '../errors/lock-lost.error';
 import type { RedisConnectionOption } from '../options/distributed-lock-module-options.interface';
-import { bullmqConnection } from '../redis/bullmq-connection';
+import { bullmqConnection, type BullmqConnectionRole } from '../redis/bullmq-connection';
+import { closeConnection } from '../redis/redis-connection';
 import type { ResolvedDeferOptions } from '../options/defer-options.interface';
 import type { LockMetrics } from '../observability/lock-metrics';
+import { monotonicNow } from '../time/clock';
+import { settledWithin, withDeadline } from '../time/deadline';
 import { Deferred } from './deferred';
 import { decodeDeferredArguments, encodeDeferredArguments, type EncodedArguments } from './defer-arguments';
 import type { DeferQueue } from './defer-queue';
 import type { DeferredMethod } from './deferred-methods';
+import { prepareDeferKeyJob } from './defer-key-job';
+import { enqueueFailure, enqueueTimeout } from './enqueue-failure';
+import { isFinalFailure } from './final-failure';
+import { JobDrain } from './job-drain';
+import { storableResult } from './storable-result';
 
 /** What a job carries: the method's stable name and its arguments (JSON). */
 interface DeferredJobData extends EncodedArguments {
@@ -23,34 +33,52 @@ export interface DeferTarget {
   readonly method: DeferredMethod;
 }
 
-/** How the worker runs a target under its lock: the application's `withLock` with the method's options and 'retry'. */
-export type RunUnderLock = (target: DeferTarget, args: unknown[]) => Promise<unknown>;
+/**
+ * How the worker takes a target's lock: the application's `withLock` with the method's options and 'retry',
+ * around `body`, which runs the method (or nothing, when the job left while waiting for the lock).
+ */
+export type RunUnderLock = (target: DeferTarget, args: unknown[], body: (lock: Lock) => Promise<unknown>) => Promise<unknown>;
+
+/** The lock module's bounds, applied to BullMQ's calls too. */
+export interface DeferLimits {
+  /** Bound of an enqueue (module `commandTimeout`). */
+  readonly commandTimeout: number;
+  /** Bound of the worker's drain and of the queue's close (module `shutdownTimeout`). */
+  readonly shutdownTimeout: number;
+}
 
 /** Completed jobs stay this long, so a repeated defer with the same `deferKey` is still recognised (idempotency window). */
 const KEEP_COMPLETED_SECONDS = 3600;
 
+/** What a run resolves to when it left while waiting for its lock (the worker started closing): the method did not run. */
+const NOT_RUN = Symbol('not-run');
+
 /**
  * The BullMQ side of `onBusy: 'defer'`: a Queue every instance enqueues on and, unless `worker: false`, a
  * Worker running the jobs. Loaded only when the module has a `defer` option (bullmq is an optional peer).
- * Its connections are its own (BullMQ's blocking commands need `maxRetriesPerRequest: null`), built from
- * the module's `redis` option, or `duplicate()`d from a client you passed, and closed by `close()`.
+ * Its connections are its own, built from the module's `redis` option, or `duplicate()`d from a client you
+ * passed, and closed by `close()` (see bullmq-connection.ts for what each is configured for).
  */
 export class BullmqDeferQueue implements DeferQueue {
+  private readonly bullmq: typeof import('bullmq');
   private readonly connections: Redis[] = [];
   private readonly queue: Queue<DeferredJobData>;
   private worker?: Worker<DeferredJobData>;
+  private readonly drain = new JobDrain();
   /** Enqueues in flight: close() lets them land before closing the connection they use. */
   private readonly adding = new Set<Promise<Deferred>>();
+  private workerClosing?: Promise<void>;
   private closing?: Promise<void>;
 
   constructor(
     private readonly options: ResolvedDeferOptions,
     private readonly redis: RedisConnectionOption,
+    private readonly limits: DeferLimits,
     private readonly metrics: LockMetrics,
     private readonly logger: Logger,
   ) {
-    const { Queue: QueueClass } = loadBullmq();
-    this.queue = new QueueClass<DeferredJobData>(options.queueName, { connection: this.connect() });
+    this.bullmq = loadBullmq();
+    this.queue = new this.bullmq.Queue<DeferredJobData>(options.queueName, { connection: this.connect('queue') });
     this.queue.on('error', (error) => this.logger.warn(`Defer queue "${options.queueName}": ${error.message}`));
   }
 
@@ -58,12 +86,12 @@ export class BullmqDeferQueue implements DeferQueue {
     return this.closing !== undefined;
   }
 
-  async enqueue(method: DeferredMethod, args: readonly unknown[]): Promise<Deferred> {
+  async enqueue(method: DeferredMethod, args: readonly unknown[], deferKey?: readonly string[]): Promise<Deferred> {
     if (this.closing)
       throw new DistributedLockError(
         `The defer queue "${this.options.queueName}" is closed (application shutdown): ${method.name} was not enqueued.`,
       );
-    const adding = this.add(method, args);
+    const adding = this.add(method, args, deferKey);
     this.adding.add(adding);
     try {
       return await adding;
@@ -72,70 +100,166 @@ export class BullmqDeferQueue implements DeferQueue {
     }
   }
 
-  private async add(method: DeferredMethod, args: readonly unknown[]): Promise<Deferred> {
+  private async add(method: DeferredMethod, args: readonly unknown[], deferKey: readonly string[] | undefined): Promise<Deferred> {
     const encoded = encodeDeferredArguments(args, method.where);
-    const jobId = method.deferKey ? idempotentJobId(method.name, method.deferKey.resolve(undefined, args)) : undefined;
+    const jobId = deferKey ? idempotentJobId(method.name, deferKey) : undefined;
+    const { commandTimeout } = this.limits;
+    let id: string;
+    try {
+      // Bounded like every command of the lock: a caller told "busy, deferred" must not wait on a Redis that is gone.
+      id = await withDeadline(this.store(method, encoded, jobId), commandTimeout, () => enqueueTimeout(method.name, commandTimeout));
+    } catch (error) {
+      throw enqueueFailure(method.name, error);
+    }
+    this.metrics.deferred(lockNameOf(method), 'enqueued');
+    return new Deferred(id, method.name, this.options.queueName);
+  }
+
+  /** Adds the job (or, for a deferKey naming a job that failed for good, retries that one); resolves to its id. */
+  private async store(method: DeferredMethod, encoded: EncodedArguments, jobId: string | undefined): Promise<string> {
+    if (jobId !== undefined && (await prepareDeferKeyJob(this.queue, jobId, KEEP_COMPLETED_SECONDS * 1000)) === 'retried') return jobId;
     const { attempts, backoff } = this.options;
     const job = await this.queue.add(
       method.name,
       { method: method.name, ...encoded },
       { jobId, attempts, backoff: { type: 'exponential', delay: backoff }, removeOnComplete: { age: KEEP_COMPLETED_SECONDS }, removeOnFail: false },
     );
-    this.metrics.deferred(lockNameOf(method), 'enqueued');
-    return new Deferred(job.id ?? '', method.name, this.options.queueName);
+    return job.id ?? '';
   }
 
   /** Starts this instance's worker over the deferring methods found at startup (by stable name). */
   startWorker(targets: ReadonlyMap<string, DeferTarget>, run: RunUnderLock): void {
-    const { Worker: WorkerClass } = loadBullmq();
-    const worker = new WorkerClass<DeferredJobData>(this.options.queueName, (job) => this.process(job, targets, run), {
-      connection: this.connect(),
+    const worker = new this.bullmq.Worker<DeferredJobData>(this.options.queueName, (job, token) => this.process(job, token, targets, run), {
+      connection: this.connect('worker'),
       concurrency: this.options.concurrency,
       lockDuration: this.options.jobLease,
       stalledInterval: this.options.jobLease,
+      // A run cut short by a dead worker (a stall) is run again as often as `attempts` allows; BullMQ's
+      // default (1) failed a job for good at its second stall, attempts left or not.
+      maxStalledCount: this.options.attempts - 1,
     });
     worker.on('error', (error) => this.logger.warn(`Defer worker "${this.options.queueName}": ${error.message}`));
     worker.on('completed', (job) => this.finished(job, targets, 'completed'));
     worker.on('failed', (job, error) => {
       if (!job) return;
-      const final = job.attemptsMade >= (job.opts.attempts ?? 1);
-      if (!final) return this.metrics.deferred(this.metricName(job, targets), 'retried');
+      if (!isFinalFailure(job, error)) return this.metrics.deferred(this.metricName(job, targets), 'retried');
       this.finished(job, targets, 'failed');
-      this.logger.error(`Deferred ${job.data.method} (job ${job.id}) failed after ${job.attemptsMade} attempt(s): ${error.message}`);
+      this.logger.error(
+        `Deferred ${job.data.method} (job ${job.id}) failed for good: ${error.message} (${job.attemptsStarted} attempt(s) started, ` +
+          `${job.stalledCounter ?? 'an unknown number'} cut short by a worker that stopped); it stays in the failed set of queue "${this.options.queueName}".`,
+      );
     });
     this.worker = worker;
   }
 
   /**
-   * Shutdown, first step: this instance's worker takes no new job and waits for the running ones (they
-   * finish under their locks, the lock service still open). Jobs not started stay in the queue for another
-   * instance. Enqueueing still works meanwhile: the application keeps serving until it closes.
+   * Shutdown, first step: this instance's worker takes no new job; jobs still waiting for their lock go back
+   * to the queue at once (for another instance); jobs running under their lock are told through the lock's
+   * `signal` (LockLostError, reason 'shutdown', as LockService.close() tells direct calls) and waited for,
+   * bounded by `shutdownTimeout`. A job still running after that is left to run: the worker closes without
+   * it, its BullMQ lease lapses and another instance runs it again (at-least-once), while its lock stays
+   * held under it until it ends or the lock service's shutdown lets the lease lapse. Enqueueing still works
+   * meanwhile: the application keeps serving until it closes.
    */
-  async closeWorker(): Promise<void> {
-    await this.worker?.close();
+  closeWorker(): Promise<void> {
+    this.workerClosing ??= this.stopWorker();
+    return this.workerClosing;
   }
 
-  /** Shutdown, last step: the worker (if still open), enqueues in flight, then the queue and its connections. */
+  private async stopWorker(): Promise<void> {
+    const worker = this.worker;
+    if (!worker) return;
+    const { shutdownTimeout, commandTimeout } = this.limits;
+    const startedAt = monotonicNow();
+    // Stops fetching without waiting for the running jobs: that wait is the bounded one below.
+    worker.pause(true).catch(() => undefined);
+    this.drain.begin((lock) => new LockLostError(lock.key, 'shutdown', shutdownNotice(shutdownTimeout)));
+    const drained = await this.drain.untilIdle(shutdownTimeout);
+    if (!drained) {
+      this.logger.error(
+        `Deferred job(s) ${this.drain.running.join(', ')} of queue "${this.options.queueName}" still ran after shutdownTimeout ` +
+          `(${shutdownTimeout} ms): the worker closes without them; another instance runs them again once their job lease ` +
+          `(${this.options.jobLease} ms) lapses. Stop the work when lock.signal aborts, or raise shutdownTimeout.`,
+      );
+    }
+    // After a drain, a normal close lets BullMQ record the outcome of the jobs that just ended (else they would
+    // be run again); a forced one does not wait for jobs still running.
+    const bound = Math.max(commandTimeout, shutdownTimeout - (monotonicNow() - startedAt));
+    if (!(await settledWithin(worker.close(!drained), bound))) {
+      this.logger.warn(
+        `Defer worker "${this.options.queueName}" did not close within ${bound} ms (Redis unreachable?): its connections are closed now.`,
+      );
+    }
+  }
+
+  /** Shutdown, last step: the worker (if still open), enqueues in flight, then the queue and its connections, each bounded. */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      const { shutdownTimeout, commandTimeout } = this.limits;
       await this.closeWorker();
+      // Each is bounded by commandTimeout already.
       await Promise.allSettled([...this.adding]);
-      await this.queue.close();
-      await Promise.all(this.connections.map((c) => c.quit().catch(() => c.disconnect())));
+      if (!(await settledWithin(this.queue.close(), shutdownTimeout))) {
+        this.logger.warn(
+          `Defer queue "${this.options.queueName}" did not close within ${shutdownTimeout} ms (Redis unreachable?): its connections are closed now.`,
+        );
+      }
+      await Promise.all(this.connections.map((c) => closeConnection(c, commandTimeout)));
     })();
     return this.closing;
   }
 
-  private async process(job: Job<DeferredJobData>, targets: ReadonlyMap<string, DeferTarget>, run: RunUnderLock): Promise<unknown> {
+  private async process(
+    job: Job<DeferredJobData>,
+    token: string | undefined,
+    targets: ReadonlyMap<string, DeferTarget>,
+    run: RunUnderLock,
+  ): Promise<unknown> {
     const target = targets.get(job.data.method);
     if (!target) throw new DistributedLockError(`No singleton provider with the deferring method ${job.data.method} on this instance.`);
+    // Fetched as the worker started closing: not started, so back to the queue for another instance.
+    if (this.drain.draining) return this.giveBack(job, token);
+    const jobRun = this.drain.start(job.id ?? '');
     try {
-      return await run(target, decodeDeferredArguments(job.data));
-    } catch (error) {
-      // The failed set keeps the message only: put the error's type name in it (`LockTimeoutError: …`).
-      const e = error instanceof Error ? error : new Error(String(error));
-      throw Object.assign(new Error(`${e.name}: ${e.message}`), { name: e.name });
+      const args = decodeDeferredArguments(job.data);
+      const running = run(target, args, (lock) =>
+        jobRun.enter(lock) ? Promise.resolve(Reflect.apply(target.method.original, target.instance, args)) : Promise.resolve(NOT_RUN),
+      );
+      let result: unknown;
+      try {
+        result = await Promise.race([running, jobRun.left.then(() => NOT_RUN)]);
+      } catch (error) {
+        // The failed set keeps the message only: put the error's type name in it (`LockTimeoutError: …`).
+        const e = error instanceof Error ? error : new Error(String(error));
+        throw Object.assign(new Error(`${e.name}: ${e.message}`), { name: e.name });
+      }
+      if (result === NOT_RUN) {
+        // Still waiting for its lock when the worker started closing. The wait goes on in the lock service
+        // until it ends (a grant then runs nothing and is released); the job leaves now.
+        running.catch(() => undefined);
+        return await this.giveBack(job, token);
+      }
+      // The method ran: from here on nothing may fail the job (a failed job is run again).
+      return storableResult(result, job.data.method, job.id, this.logger);
+    } finally {
+      jobRun.end();
     }
+  }
+
+  /**
+   * A job this worker will not run after all (it is closing): back in the queue, due now, no attempt used.
+   * Moved to the delayed set with no delay rather than with moveToWait/WaitingError: those came late in
+   * BullMQ 5, and the peer range starts at 5.0.
+   */
+  private async giveBack(job: Job<DeferredJobData>, token: string | undefined): Promise<never> {
+    try {
+      await job.moveToDelayed(Date.now(), token);
+    } catch (error) {
+      // Redis unreachable: the job stays active until its lease lapses, then another worker runs it.
+      this.logger.warn(`Deferred ${job.data.method} (job ${job.id}) could not be put back in the queue: ${(error as Error).message}`);
+    }
+    // Tells BullMQ the job was moved by the processor: nothing to record, no attempt used.
+    throw new this.bullmq.DelayedError();
   }
 
   private finished(job: Job<DeferredJobData>, targets: ReadonlyMap<string, DeferTarget>, outcome: 'completed' | 'failed'): void {
@@ -149,14 +273,28 @@ export class BullmqDeferQueue implements DeferQueue {
     return target ? lockNameOf(target.method) : job.data.method;
   }
 
-  private connect(): Redis {
-    const connection = bullmqConnection(this.redis);
+  private connect(role: BullmqConnectionRole): Redis {
+    const connection = this.track(bullmqConnection(this.redis, role, this.limits.commandTimeout));
+    if (role === 'worker') {
+      // BullMQ makes the worker's blocking connection with duplicate() and closes it with QUIT, which waits
+      // as long as Redis is unreachable: tracked, so close() can end it within its bound.
+      const duplicate = connection.duplicate.bind(connection);
+      connection.duplicate = (...args: Parameters<Redis['duplicate']>) => this.track(duplicate(...args));
+    }
+    return connection;
+  }
+
+  private track(connection: Redis): Redis {
     this.connections.push(connection);
     return connection;
   }
 }
 
 const lockNameOf = (m: DeferredMethod): string => m.lockOptions.name ?? m.name;
+
+const shutdownNotice = (shutdownTimeout: number) =>
+  `the application is shutting down and the worker running this deferred job is closing; finish or stop the job within ` +
+  `shutdownTimeout (${shutdownTimeout} ms). A job still running after that is run again by another instance`;
 
 /** A jobId BullMQ accepts (no ':' and not an integer), one per resolved deferKey of the method. */
 function idempotentJobId(method: string, keys: readonly string[]): string {

@@ -8,9 +8,10 @@ export interface EncodedArguments {
 
 /**
  * Checks that every argument survives JSON unchanged and encodes them; throws DeferArgumentError naming the
- * first that does not. Accepted: null, booleans, strings, finite numbers, arrays, plain objects (prototype
- * Object.prototype or null). An `undefined` property of an object is dropped (as JSON does); an `undefined`
- * top-level argument is restored; `undefined` inside an array is refused (it would arrive as null).
+ * first that does not. Accepted: null, booleans, strings, finite numbers but -0, arrays without holes or
+ * extra properties, plain objects (prototype Object.prototype or null) without non-enumerable properties.
+ * An `undefined` property of an object is dropped (as JSON does); an `undefined` top-level argument is
+ * restored; `undefined` inside an array is refused (it would arrive as null).
  */
 export function encodeDeferredArguments(args: readonly unknown[], where: string): EncodedArguments {
   const undefinedArgs: number[] = [];
@@ -29,15 +30,17 @@ export function decodeDeferredArguments(encoded: EncodedArguments): unknown[] {
 }
 
 function assertJsonSafe(value: unknown, path: string, ancestors: Set<object>, where: string): void {
-  const fail = (problem: string): never => {
-    throw new DeferArgumentError(where, path, problem);
+  const failAt = (at: string, problem: string): never => {
+    throw new DeferArgumentError(where, at, problem);
   };
+  const fail = (problem: string): never => failAt(path, problem);
   switch (typeof value) {
     case 'string':
     case 'boolean':
       return;
     case 'number':
       if (!Number.isFinite(value)) fail(`${value} (JSON has no NaN or Infinity)`);
+      if (Object.is(value, -0)) fail('-0 (it would arrive as 0; pass 0)');
       return;
     case 'undefined':
       fail('undefined inside an array (it would arrive as null)');
@@ -63,12 +66,41 @@ function assertJsonSafe(value: unknown, path: string, ancestors: Set<object>, wh
     fail(`an instance of ${name} (its prototype would be lost: it would arrive as a plain object, or as a string for a Date)`);
   }
   if (Object.getOwnPropertySymbols(object).length > 0) fail('an object with symbol keys (they would be lost)');
+  assertNothingDropped(object, path, failAt);
   ancestors.add(object);
-  if (Array.isArray(object)) object.forEach((item, i) => assertJsonSafe(item, `${path}[${i}]`, ancestors, where));
-  else {
+  if (Array.isArray(object)) {
+    // A for loop, not forEach: forEach skips holes.
+    for (let i = 0; i < object.length; i++) assertJsonSafe(object[i], `${path}[${i}]`, ancestors, where);
+  } else {
     for (const [key, item] of Object.entries(object)) {
       if (item !== undefined) assertJsonSafe(item, `${path}.${key}`, ancestors, where);
     }
   }
   ancestors.delete(object);
 }
+
+/**
+ * Own properties JSON would drop or apply: holes of a sparse array (they arrive as null), non-index
+ * properties of an array (only the elements travel), and non-enumerable properties (dropped; a
+ * non-enumerable `toJSON` would even replace the whole value).
+ */
+function assertNothingDropped(object: object, path: string, failAt: (at: string, problem: string) => never): void {
+  const isArray = Array.isArray(object);
+  if (isArray) {
+    for (let i = 0; i < object.length; i++) {
+      if (!Object.prototype.hasOwnProperty.call(object, i)) {
+        failAt(`${path}[${i}]`, 'a hole in a sparse array (it would arrive as null; fill the array, e.g. with null)');
+      }
+    }
+  }
+  for (const key of Object.getOwnPropertyNames(object)) {
+    if (isArray && (key === 'length' || isIndexOf(object, key))) continue;
+    if (isArray) failAt(`${path}.${key}`, 'a property of an array that is not an index (JSON keeps only the elements; pass an object)');
+    if (!Object.getOwnPropertyDescriptor(object, key)!.enumerable) {
+      const toJson = key === 'toJSON' ? ' (a toJSON would replace the whole value)' : '';
+      failAt(`${path}.${key}`, `a non-enumerable property: JSON would drop it${toJson}; pass a plain copy ({ ...value }) or make it enumerable`);
+    }
+  }
+}
+
+const isIndexOf = (array: readonly unknown[], key: string): boolean => /^(0|[1-9]\d*)$/.test(key) && Number(key) < array.length;

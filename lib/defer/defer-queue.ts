@@ -3,7 +3,8 @@ import type { Deferred } from './deferred';
 
 /** What the `@Locked` wrapper needs of the queue: enqueue one call, and whether it still can. Implemented over BullMQ (bullmq-defer-queue.ts). */
 export interface DeferQueue {
-  enqueue(method: DeferredMethod, args: readonly unknown[]): Promise<Deferred>;
+  /** `deferKey`: the method's resolved deferKey (resolved by the caller, with the method's `this`), if it has one. */
+  enqueue(method: DeferredMethod, args: readonly unknown[], deferKey?: readonly string[]): Promise<Deferred>;
   /** Closed or closing with the application: enqueue() would be refused. */
   readonly closed: boolean;
 }

@@ -24,7 +24,9 @@ export async function invokeDeferring(m: LockedMethod, d: DeferredMethod, self: 
       `${m.where} has onBusy 'defer', but its lock module has no queue: configure DistributedLockModule.forRoot({ redis, defer: {} }). The method was not run.`,
     );
   }
+  // Everything a deferral needs is checked before the lock is tried: the answer must not depend on contention.
   encodeDeferredArguments(args, m.where);
+  const deferKey = d.deferKey?.resolve(self, args);
   const keys = m.keys.resolve(self, args);
   const options: WithLockOptions<typeof BUSY> =
     d.waitFirst === undefined
@@ -35,12 +37,22 @@ export async function invokeDeferring(m: LockedMethod, d: DeferredMethod, self: 
   const defer = () =>
     queue.closed
       ? Promise.reject(new LockServiceClosedError(keys[0], 'the application is shutting down: the call was neither run nor deferred'))
-      : queue.enqueue(d, args);
+      : queue.enqueue(d, args, deferKey);
   let result: unknown;
+  // Set once the lock is taken: from then on the method runs (and may have side effects), so no error can
+  // mean "busy" any more, not even a LockTimeoutError on this call's own key thrown by a nested call inside.
+  let entered = false;
   try {
-    result = await service.withLock(keys, () => invokeOriginal(m, self, args), options);
+    result = await service.withLock(
+      keys,
+      () => {
+        entered = true;
+        return invokeOriginal(m, self, args);
+      },
+      options,
+    );
   } catch (error) {
-    if (error instanceof LockTimeoutError && keys.includes(error.key)) return defer();
+    if (!entered && error instanceof LockTimeoutError && keys.includes(error.key)) return defer();
     nameOwnBusyError(error, m, keys);
   }
   return result === BUSY ? defer() : result;

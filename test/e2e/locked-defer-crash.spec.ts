@@ -3,12 +3,14 @@
  * its job run again by another instance once BullMQ's job lease lapses; the fencing token makes a frozen
  * run's late write lose against the re-run's.
  */
-import { INestApplicationContext, Module } from '@nestjs/common';
+import { INestApplicationContext, Logger, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Queue } from 'bullmq';
 import * as path from 'path';
 import '../harness/quiet-logs';
 import { Deferred, DistributedLockModule, LockService } from '../../lib';
+import { LOCK_METRIC_NAMES } from '../../lib/observability/otel-lock-metrics';
+import { OtelCapture } from '../harness/otel-capture';
 import { RedisProcess } from '../harness/redis-process';
 import { killSurvivors, startWorker, WorkerHandle } from '../harness/worker-process';
 import { pollUntil } from '../unit/core-helpers';
@@ -52,14 +54,14 @@ describe("onBusy 'defer': a worker killed or frozen mid-job", () => {
   });
 
   /** An instance in this process: a producer only, or a worker too. */
-  async function instance(worker: boolean): Promise<{ stock: Stock; locks: LockService }> {
+  async function instance(worker: boolean, attempts = 3): Promise<{ stock: Stock; locks: LockService }> {
     const client = redis.client();
     @Module({
       imports: [
         DistributedLockModule.forRoot({
           redis: redis.url,
           keyPrefix: 'defer-crash:',
-          defer: { queueName, worker, jobLease: JOB_LEASE, attempts: 3, backoff: 50 },
+          defer: { queueName, worker, jobLease: JOB_LEASE, attempts, backoff: 50 },
         }),
       ],
       providers: [Stock, { provide: STOCK_IO, useValue: { client, stallMs: 0, report: (l: Record<string, unknown>) => lines.push(l) } }],
@@ -71,8 +73,8 @@ describe("onBusy 'defer': a worker killed or frozen mid-job", () => {
     return { stock: ctx.get(Stock), locks: ctx.get(LockService) };
   }
 
-  async function deferOneJob(item: string): Promise<Deferred> {
-    const producer = await instance(false);
+  async function deferOneJob(item: string, attempts = 3): Promise<Deferred> {
+    const producer = await instance(false, attempts);
     const held = await producer.locks.acquire(`stock:${item}`);
     const answer = await producer.stock.write(item, 'v');
     expect(answer).toBeInstanceOf(Deferred);
@@ -81,8 +83,9 @@ describe("onBusy 'defer': a worker killed or frozen mid-job", () => {
     return answer as Deferred;
   }
 
-  function startStockWorker(stallMs: number): WorkerHandle {
-    const w = startWorker(WORKER, { env: { REDIS_URL: redis.url, QUEUE: queueName, STALL_MS: String(stallMs), JOB_LEASE: String(JOB_LEASE) } });
+  function startStockWorker(stallMs: number, attempts = 3): WorkerHandle {
+    const env = { REDIS_URL: redis.url, QUEUE: queueName, STALL_MS: String(stallMs), JOB_LEASE: String(JOB_LEASE), ATTEMPTS: String(attempts) };
+    const w = startWorker(WORKER, { env });
     workers.push(w);
     return w;
   }
@@ -116,4 +119,54 @@ describe("onBusy 'defer': a worker killed or frozen mid-job", () => {
     expect(late.accepted).toBe(false); // the stale run's write lost by fencing token
     expect(await redis.client().hget('store:s', 'value')).toBe(`v@${process.pid}`);
   }, 45_000);
+
+  /** Worker processes, one after the other, each killed -9 once it started the job: `kills` crashed runs. */
+  async function crashRuns(kills: number, attempts: number): Promise<number[]> {
+    const tokens: number[] = [];
+    for (let i = 0; i < kills; i++) {
+      const doomed = startStockWorker(60_000, attempts);
+      tokens.push((await doomed.waitFor((l) => l.event === 'started', 20_000)).token as number);
+      await doomed.kill9();
+    }
+    return tokens;
+  }
+
+  it('killed -9 twice mid-job with attempts 3: the job is run a third time and completes (BullMQ alone gives up after one stall)', async () => {
+    const job = await deferOneJob('twice');
+    const crashed = await crashRuns(2, 3);
+    await instance(true);
+    expect(await pollUntil(async () => ['completed', 'failed'].includes(await queue!.getJobState(job.jobId)), 20_000, 50)).toBe(true);
+    const finished = (await queue!.getJob(job.jobId))!;
+    expect(finished.failedReason).toBeFalsy();
+    expect(await finished.getState()).toBe('completed');
+    const wrote = lines.filter((l) => l.event === 'wrote');
+    expect(wrote).toHaveLength(1);
+    expect(wrote[0].token as number).toBeGreaterThan(Math.max(...crashed));
+  }, 60_000);
+
+  it('a job whose every run was killed reaches its final failure: logged as an error and counted failed, not retried', async () => {
+    const otel = new OtelCapture();
+    otel.install();
+    const errors = jest.spyOn(Logger.prototype, 'error');
+    try {
+      // attempts 2: two crashed runs use them up.
+      const job = await deferOneJob('always', 2);
+      await crashRuns(2, 2);
+      await instance(true, 2);
+      expect(await pollUntil(async () => (await queue!.getJobState(job.jobId)) === 'failed', 20_000, 50)).toBe(true);
+      const failed = (await queue!.getJob(job.jobId))!;
+      expect(failed.failedReason).toMatch(/stalled more than allowable limit/);
+      expect(lines.filter((l) => l.event === 'started')).toHaveLength(0); // never run a third time
+      const reported = () => otel.find(LOCK_METRIC_NAMES.deferred, { 'lock.outcome': 'failed' });
+      expect(await pollUntil(async () => (await reported()).length === 1, 5_000, 20)).toBe(true);
+      expect(await otel.find(LOCK_METRIC_NAMES.deferred, { 'lock.outcome': 'retried' })).toEqual([]);
+      const logged = errors.mock.calls.map(([message]) => String(message));
+      expect(logged).toEqual([
+        expect.stringMatching(new RegExp(`Deferred Stock\\.write \\(job ${job.jobId}\\) failed.*stalled more than allowable limit`)),
+      ]);
+    } finally {
+      errors.mockRestore();
+      await otel.uninstall();
+    }
+  }, 60_000);
 });

@@ -1,8 +1,9 @@
 /**
  * Shutdown with deferred work in flight, on a real Redis with real BullMQ: `app.close()` while a deferred
- * job runs. The worker stops taking jobs, the running job finishes under its lock (its signal not aborted)
- * before the lock service and any Redis connection close; a job not started stays waiting in the queue and
- * another instance runs it. Calls made during the drain still work: a free key runs here, a busy one is
+ * job runs. The worker stops taking jobs, the running job is told through its lock's signal (as direct calls
+ * are by LockService.close()) and finishes under its lock before the lock service and any Redis connection
+ * close, bounded by shutdownTimeout; a job not started, or still waiting for its lock, stays (or goes back) in the
+ * queue and another instance runs it. Calls made during the drain still work: a free key runs here, a busy one is
  * enqueued for another instance.
  */
 import { INestApplication, Injectable, Module } from '@nestjs/common';
@@ -10,7 +11,7 @@ import { Test } from '@nestjs/testing';
 import { Queue } from 'bullmq';
 import Redis from 'ioredis';
 import '../harness/quiet-logs';
-import { Deferred, DistributedLockModule, LockService, LockServiceClosedError, Locked, currentLock } from '../../lib';
+import { Deferred, DistributedLockModule, LockLostError, LockService, LockServiceClosedError, Locked, currentLock } from '../../lib';
 import { LockDeferCoordinator } from '../../lib/lock-defer.coordinator';
 import { RedisProcess } from '../harness/redis-process';
 import { pollUntil, sleep } from '../unit/core-helpers';
@@ -30,6 +31,46 @@ class Slow {
     events.push(`start ${id}`);
     await sleep(JOB_MS);
     events.push(`end ${id} (signal ${lock.signal.aborted ? 'aborted' : 'live'}, held ${lock.isHeld()})`);
+    return id;
+  }
+}
+
+/** Runs of `Reindex.stubborn` so far: only the first ignores the shutdown. */
+let stubbornRuns = 0;
+/** How long the first `stubborn` run goes on, whatever it is told. */
+const STUBBORN_MS = 4_000;
+
+@Injectable()
+class Reindex {
+  /** Long work written as the docs ask: it goes on until its lock's signal aborts (20 s at most). */
+  @Locked('reindex:<0>', { onBusy: 'defer' })
+  async cooperative(id: string): Promise<string | Deferred> {
+    const lock = currentLock()!;
+    events.push(`start ${id}`);
+    const reason = await new Promise<unknown>((resolve) => {
+      const timer = setTimeout(() => resolve('no signal within 20 s'), 20_000);
+      lock.signal.addEventListener('abort', () => (clearTimeout(timer), resolve(lock.signal.reason)), { once: true });
+    });
+    const told = reason instanceof LockLostError ? `LockLostError ${reason.reason}` : String(reason);
+    events.push(`stop ${id} (${told}, held ${lock.isHeld()})`);
+    return id;
+  }
+
+  /** Its first run ignores the signal and goes on for STUBBORN_MS; later runs return at once. */
+  @Locked('reindex:<0>', { onBusy: 'defer', ttl: 1_000 })
+  async stubborn(id: string): Promise<string | Deferred> {
+    const run = ++stubbornRuns;
+    const lock = currentLock()!;
+    events.push(`start ${id} run ${run} token ${lock.fencingToken}`);
+    if (run === 1) await sleep(STUBBORN_MS);
+    events.push(`end ${id} run ${run}`);
+    return id;
+  }
+
+  /** Run by a worker whose module waits up to 20 s for a lock (a deferring call itself does not wait). */
+  @Locked('reindex:<0>', { onBusy: 'defer' })
+  async patient(id: string): Promise<string | Deferred> {
+    events.push(`ran ${id}`);
     return id;
   }
 }
@@ -118,7 +159,8 @@ describe("onBusy 'defer': app.close() while a deferred job runs", () => {
     }
     apps.splice(apps.indexOf(a.app), 1);
 
-    const endA = events.indexOf('end a (signal live, held true)');
+    // Told to stop (signal aborted, reason 'shutdown'), it finished under its lock, still held.
+    const endA = events.indexOf('end a (signal aborted, held true)');
     expect(endA).toBeGreaterThan(events.indexOf('defer worker drains'));
     const closing = events.filter((e) => e.startsWith('redis closes') || e === 'lock service closes');
     expect(closing).toEqual(expect.arrayContaining(['lock service closes', 'redis closes (lock service)', 'redis closes (bullmq)']));
@@ -157,4 +199,121 @@ describe("onBusy 'defer': app.close() while a deferred job runs", () => {
     expect(events).not.toContain('start z');
     await held.release();
   });
+});
+
+describe("onBusy 'defer': app.close() is bounded by shutdownTimeout while deferred jobs run or wait", () => {
+  const SHUTDOWN_TIMEOUT = 1_000;
+  let redis: RedisProcess;
+  const apps: INestApplication[] = [];
+  let queue: Queue | undefined;
+  let queueName = '';
+  let testNo = 0;
+
+  beforeAll(async () => {
+    redis = await RedisProcess.start();
+  });
+  afterAll(() => redis.stop());
+  beforeEach(() => {
+    events.length = 0;
+    queueName = `defer-bounded-${++testNo}`;
+    queue = new Queue(queueName, { connection: { host: redis.host, port: redis.port } });
+  });
+  afterEach(async () => {
+    for (const app of apps.splice(0)) await app.close();
+    await queue?.close();
+  });
+
+  async function instance(worker = true, waitTimeout = 5_000): Promise<{ app: INestApplication; reindex: Reindex; locks: LockService }> {
+    @Module({
+      imports: [
+        DistributedLockModule.forRoot({
+          redis: redis.url,
+          keyPrefix: 'defer-bounded:',
+          shutdownTimeout: SHUTDOWN_TIMEOUT,
+          waitTimeout,
+          defer: { queueName, worker, jobLease: 1_000, backoff: 50 },
+        }),
+      ],
+      providers: [Reindex],
+    })
+    class AppModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    const app = moduleRef.createNestApplication({ logger: ['error'] });
+    await app.init();
+    apps.push(app);
+    return { app, reindex: app.get(Reindex), locks: app.get(LockService) };
+  }
+
+  /** Defers `call` on instance `a` (its key held meanwhile by `holder`) and returns its job id. */
+  async function deferred(holder: LockService, key: string, call: () => Promise<unknown>): Promise<string> {
+    const held = await holder.acquire(key);
+    const answer = await call();
+    await held.release();
+    expect(answer).toBeInstanceOf(Deferred);
+    return (answer as Deferred).jobId;
+  }
+
+  /** How long `app.close()` took, or 'still closing' after `ms`. */
+  async function timeClose(app: INestApplication, ms: number): Promise<number | 'still closing'> {
+    const startedAt = Date.now();
+    apps.splice(apps.indexOf(app), 1);
+    const closed = app.close().then(() => Date.now() - startedAt);
+    return Promise.race([closed, sleep(ms).then(() => 'still closing' as const)]);
+  }
+
+  it('a job that works until its signal aborts is told at shutdown (LockLostError, reason shutdown) and the close ends at once', async () => {
+    const a = await instance();
+    const jobId = await deferred(a.locks, 'reindex:c1', () => a.reindex.cooperative('c1'));
+    expect(await pollUntil(() => events.includes('start c1'), 10_000, 5)).toBe(true);
+    const took = await timeClose(a.app, 8_000);
+    expect(took).toBeLessThan(SHUTDOWN_TIMEOUT);
+    expect(events).toContain('stop c1 (LockLostError shutdown, held true)');
+    const job = (await queue!.getJob(jobId))!;
+    expect(await job.getState()).toBe('completed');
+    expect(job.returnvalue).toBe('c1');
+  }, 30_000);
+
+  it('a job that ignores its signal: the close ends within about twice shutdownTimeout, and another instance runs the job again once its first lock lapsed', async () => {
+    stubbornRuns = 0;
+    const a = await instance();
+    const jobId = await deferred(a.locks, 'reindex:s1', () => a.reindex.stubborn('s1'));
+    expect(await pollUntil(() => events.some((e) => e.startsWith('start s1 run 1')), 10_000, 5)).toBe(true);
+    const took = await timeClose(a.app, 8_000);
+    // Worker drain, then the lock service's own drain: each bounded by shutdownTimeout.
+    expect(took).toBeLessThan(2 * SHUTDOWN_TIMEOUT + 1_500);
+    expect(events).not.toContain('end s1 run 1'); // still running: the close did not wait for it
+
+    await instance(); // another instance: runs the job again once its BullMQ lease lapsed
+    expect(await pollUntil(async () => (await queue!.getJobState(jobId)) === 'completed', 15_000, 25)).toBe(true);
+    const starts = events.filter((e) => e.startsWith('start s1'));
+    expect(starts).toHaveLength(2);
+    const [first, second] = starts.map((e) => Number(/token (\d+)/.exec(e)![1]));
+    expect(second).toBeGreaterThan(first); // the re-run got the key only after the first lease lapsed
+    // The first run goes on to its end (no timer of it left behind).
+    expect(await pollUntil(() => events.includes('end s1 run 1'), 10_000, 25)).toBe(true);
+  }, 40_000);
+
+  it('a job still waiting for its lock leaves at once: back in the queue with no attempt used, and run by another instance', async () => {
+    const other = await instance(false);
+    const a = await instance(true, 20_000);
+    const held = await other.locks.acquire('reindex:p1'); // held by another instance all along
+    const answer = await a.reindex.patient('p1');
+    expect(answer).toBeInstanceOf(Deferred);
+    const jobId = (answer as Deferred).jobId;
+    expect(await pollUntil(async () => (await queue!.getJobState(jobId)) === 'active', 10_000, 10)).toBe(true);
+    await sleep(100); // a's worker waits for the lock
+    const took = await timeClose(a.app, 8_000);
+    expect(took).toBeLessThan(SHUTDOWN_TIMEOUT);
+    const job = (await queue!.getJob(jobId))!;
+    // Back in the queue, due now: delayed by 0 ms (promoted to waiting by the next worker that looks).
+    expect(['waiting', 'delayed']).toContain(await job.getState());
+    expect(job.delay).toBe(0);
+    expect(job.attemptsMade).toBe(0);
+    expect(events).not.toContain('ran p1');
+
+    await held.release();
+    await instance();
+    expect(await pollUntil(async () => (await queue!.getJobState(jobId)) === 'completed', 15_000, 25)).toBe(true);
+    expect(events.filter((e) => e === 'ran p1')).toHaveLength(1);
+  }, 40_000);
 });

@@ -2,13 +2,14 @@
  * onBusy 'defer' on a real Redis with real BullMQ: three Nest applications (instances) in this process share
  * one queue; a busy key makes the call a job that some instance's worker runs later under the same lock.
  */
-import { Controller, INestApplication, Injectable, Module, Param, Post } from '@nestjs/common';
+import { Controller, INestApplication, Injectable, Logger, Module, Param, Post } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Queue } from 'bullmq';
+import { AsyncResource } from 'node:async_hooks';
 import { performance } from 'perf_hooks';
 import request from 'supertest';
 import '../harness/quiet-logs';
-import { DeferArgumentError, Deferred, DistributedLockModule, LockService, Locked, currentLock } from '../../lib';
+import { DeferArgumentError, Deferred, DistributedLockModule, LockKeyError, LockService, LockTimeoutError, Locked, currentLock } from '../../lib';
 import type { DeferModuleOptions } from '../../lib';
 import { RedisProcess } from '../harness/redis-process';
 import { pollUntil, sleep } from '../unit/core-helpers';
@@ -22,6 +23,8 @@ interface Run {
 
 /** Every run of every instance (the three applications share this process). */
 const runs: Run[] = [];
+/** What `Claims.refund` depends on. */
+const gateway = { down: false };
 
 @Injectable()
 class Claims {
@@ -50,7 +53,71 @@ class Claims {
   async takes(id: string, _payload: unknown): Promise<string | Deferred> {
     return id;
   }
+
+  /** Throws while the gateway is down: its job can reach its final failure. */
+  @Locked('refund:<0>', { onBusy: 'defer', deferKey: 'refund-request:<1>' })
+  async refund(order: string, requestId: string): Promise<string | Deferred> {
+    if (gateway.down) throw new Error('payment gateway down');
+    runs.push({ user: `refunded ${order}/${requestId}`, token: currentLock()!.fencingToken, start: 0, end: 0 });
+    return 'refunded';
+  }
+
+  readonly tenant = 't1';
+
+  /** Key and deferKey functions that read the instance, as key functions may. */
+  @Locked(
+    function (this: Claims, id: string) {
+      return `doc:${this.tenant}:${id}`;
+    },
+    {
+      onBusy: 'defer',
+      deferKey: function (this: Claims, _id: string, requestId: string) {
+        return `save-request:${this.tenant}:${requestId}`;
+      },
+    },
+  )
+  async save(id: string, requestId: string): Promise<string | Deferred> {
+    runs.push({ user: `saved ${id}/${requestId}`, token: currentLock()!.fencingToken, start: 0, end: 0 });
+    return 'saved';
+  }
+
+  @Locked('item:<0>', { onBusy: 'defer', deferKey: 'put-request:<1.requestId>' })
+  async put(id: string, _dto: { requestId?: string }): Promise<string | Deferred> {
+    runs.push({ user: `put ${id}`, token: currentLock()!.fencingToken, start: 0, end: 0 });
+    return 'put';
+  }
+
+  /** A result JSON cannot hold: an ORM-like entity with a back reference, or a BigInt. */
+  @Locked('entity:<0>', { onBusy: 'defer' })
+  async load(id: string, kind: 'circular' | 'bigint'): Promise<unknown> {
+    runs.push({ user: `load ${id}`, token: currentLock()!.fencingToken, start: 0, end: 0 });
+    if (kind === 'bigint') return { total: 10n };
+    const order: Record<string, unknown> = { id, lines: [] };
+    (order.lines as unknown[]).push({ order });
+    return order;
+  }
+
+  /**
+   * Charges, then calls a nested @Locked method on the same key from a callback that runs in another async
+   * context (a pool created at startup binds its callbacks to its own context, as some database drivers do):
+   * the nested call does not see the outer lock and times out waiting for it.
+   */
+  @Locked('charge:<0>', { onBusy: 'defer' })
+  async charge(id: string): Promise<string | Deferred> {
+    runs.push({ user: `charged ${id}`, token: currentLock()!.fencingToken, start: 0, end: 0 });
+    await startupPool.query(() => this.audit(id));
+    return 'charged';
+  }
+
+  @Locked('charge:<0>', { waitTimeout: 200 })
+  async audit(id: string): Promise<void> {
+    runs.push({ user: `audited ${id}`, token: 0, start: 0, end: 0 });
+  }
 }
+
+/** A resource made at startup: its callbacks run in the startup async context, not the caller's. */
+const startupContext = new AsyncResource('startup-pool');
+const startupPool = { query: (callback: () => Promise<unknown>) => startupContext.runInAsyncScope(callback) };
 
 @Controller('claims')
 class ClaimsController {
@@ -72,7 +139,10 @@ describe("@Locked onBusy 'defer' (BullMQ)", () => {
   beforeAll(async () => {
     redis = await RedisProcess.start();
   });
-  afterAll(() => redis.stop());
+  afterAll(async () => {
+    startupContext.emitDestroy();
+    await redis.stop();
+  });
   beforeEach(() => {
     runs.length = 0;
     queueName = `defer-test-${++testNo}`;
@@ -171,6 +241,14 @@ describe("@Locked onBusy 'defer' (BullMQ)", () => {
       [{ items: [new Dto()] }, /args\[1\]\.items\[0\] is an instance of Dto/],
       [[1, undefined], /args\[1\]\[1\] is undefined inside an array/],
       [NaN, /args\[1\] is NaN/],
+      // Accepted by JSON.stringify, but they would arrive changed:
+      // eslint-disable-next-line no-sparse-arrays -- the hole is the point
+      [[1, , 3], /args\[1\]\[1\] is a hole in a sparse array \(it would arrive as null/],
+      [{ seats: new Array(2) }, /args\[1\]\.seats\[0\] is a hole in a sparse array/],
+      [Object.assign(['a'], { total: 5 }), /args\[1\]\.total is a property of an array that is not an index/],
+      [{ delta: -0 }, /args\[1\]\.delta is -0 \(it would arrive as 0/],
+      [Object.defineProperty({ a: 1 }, 'toJSON', { value: () => 'replaced' }), /args\[1\]\.toJSON is a non-enumerable property.*toJSON/],
+      [Object.defineProperty({ a: 1 }, 'secret', { value: 2 }), /args\[1\]\.secret is a non-enumerable property/],
     ];
     for (const [payload, message] of bad) {
       const call = claims.takes('x', payload);
@@ -206,6 +284,105 @@ describe("@Locked onBusy 'defer' (BullMQ)", () => {
     await held2.release();
     await sleep(200);
     expect(runs).toHaveLength(2);
+  });
+
+  it('a result JSON cannot hold (circular entity, BigInt): the job completes once with a null return value and a warning, never re-run', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    try {
+      const [{ claims, locks }] = await startApps(1, { attempts: 3, backoff: 20 });
+      const held = [await locks.acquire('entity:c'), await locks.acquire('entity:b')];
+      const jobs = [(await claims.load('c', 'circular')) as Deferred, (await claims.load('b', 'bigint')) as Deferred];
+      expect(jobs.every((j) => j instanceof Deferred)).toBe(true);
+      await Promise.all(held.map((h) => h.release()));
+      expect(await pollUntil(async () => (await counts()).completed === 2, 20_000, 25)).toBe(true);
+      await sleep(300); // a retry (the old failure) would run within the backoff
+      for (const { jobId } of jobs) {
+        const job = (await queue!.getJob(jobId))!;
+        expect(await job.getState()).toBe('completed');
+        expect(job.returnvalue).toBeNull();
+        expect(job.failedReason).toBeFalsy();
+      }
+      expect((await counts()).failed).toBe(0);
+      expect(runs.map((r) => r.user).sort()).toEqual(['load b', 'load c']);
+      const warnings = warn.mock.calls.map(([message]) => String(message));
+      expect(warnings).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/Deferred Claims\.load \(job .+\) returned a value JSON cannot hold \(.*circular.*\)/i),
+          expect.stringMatching(/Deferred Claims\.load \(job .+\) returned a value JSON cannot hold \(.*BigInt.*\)/i),
+        ]),
+      );
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  it('an error thrown by the method itself (a nested lock on its own key timing out) is not a busy key: rethrown, never deferred to run again', async () => {
+    const [{ claims }] = await startApps(1, { worker: false });
+    const call = claims.charge('c1');
+    await expect(call).rejects.toBeInstanceOf(LockTimeoutError);
+    await expect(call).rejects.toThrow(/charge:c1/);
+    // It ran (and charged) once, here; nothing was enqueued to run it again.
+    expect(runs.map((r) => r.user)).toEqual(['charged c1']);
+    const c = await counts();
+    expect(c.waiting + c.delayed + c.active + c.completed + c.failed).toBe(0);
+  });
+
+  it('deferKey: after its job failed for good, a repeat of the call runs (the failed job is retried, same id, all attempts again)', async () => {
+    const [{ claims, locks }] = await startApps(1, { attempts: 2, backoff: 20 });
+    gateway.down = true;
+    let held = await locks.acquire('refund:o1');
+    const first = (await claims.refund('o1', 'r1')) as Deferred;
+    await held.release();
+    expect(await pollUntil(async () => (await counts()).failed === 1, 20_000, 25)).toBe(true);
+    gateway.down = false;
+    held = await locks.acquire('refund:o1');
+    const again = await claims.refund('o1', 'r1');
+    await held.release();
+    expect(again).toBeInstanceOf(Deferred);
+    expect((again as Deferred).jobId).toBe(first.jobId);
+    expect(await pollUntil(async () => (await queue!.getJobState(first.jobId)) === 'completed', 20_000, 25)).toBe(true);
+    expect(runs.map((r) => r.user)).toEqual(['refunded o1/r1']);
+    const job = (await queue!.getJob(first.jobId))!;
+    expect(job.returnvalue).toBe('refunded');
+    expect((job.stacktrace ?? []).join('\n')).toMatch(/payment gateway down/); // the earlier failure stays on the job
+  });
+
+  it('deferKey: a completed job older than the one-hour window no longer stands for the call, even on a quiet queue', async () => {
+    const [{ claims, locks }] = await startApps(1);
+    let held = await locks.acquire('order:o9');
+    const first = (await claims.pay('o9', 'r9')) as Deferred;
+    await held.release();
+    expect(await pollUntil(async () => (await queue!.getJobState(first.jobId)) === 'completed', 20_000, 25)).toBe(true);
+    // Two hours pass with nothing else completing on this queue (BullMQ trims completed jobs only then).
+    const twoHoursAgo = Date.now() - 2 * 3_600_000;
+    const client = redis.client();
+    await client.zadd(`bull:${queueName}:completed`, twoHoursAgo, first.jobId);
+    await client.hset(`bull:${queueName}:${first.jobId}`, 'finishedOn', String(twoHoursAgo));
+    held = await locks.acquire('order:o9');
+    const again = (await claims.pay('o9', 'r9')) as Deferred;
+    await held.release();
+    expect(again).toBeInstanceOf(Deferred);
+    expect(await pollUntil(() => runs.length === 2, 20_000, 25)).toBe(true);
+    expect(runs.map((r) => r.user)).toEqual(['o9/r9', 'o9/r9']);
+    expect(await queue!.getJobState(again.jobId)).toBe('completed');
+  });
+
+  it("deferKey: a key function gets the method's `this`, and a deferKey that cannot be resolved fails every call, busy key or not", async () => {
+    const [{ claims, locks }] = await startApps(1, { worker: false });
+    const held = await locks.acquire('doc:t1:1');
+    const first = await claims.save('1', 'r1');
+    const again = await claims.save('1', 'r1');
+    await held.release();
+    expect(first).toBeInstanceOf(Deferred);
+    expect((again as Deferred).jobId).toBe((first as Deferred).jobId);
+
+    // No requestId: refused before anything runs, whether the key is free or busy.
+    await expect(claims.put('1', {})).rejects.toBeInstanceOf(LockKeyError);
+    const heldItem = await locks.acquire('item:1');
+    await expect(claims.put('1', {})).rejects.toThrow(/deferKey/);
+    await heldItem.release();
+    expect(runs).toEqual([]);
+    expect((await counts()).waiting).toBe(1);
   });
 
   it('HTTP: a deferred call answers 202 Accepted with the job id; a free key answers 201 with the result', async () => {

@@ -85,7 +85,8 @@ describe('without bullmq', () => {
       await expect(locks.withLock('plain', () => 'done')).resolves.toBe('done');
       expect(requires).toBe(0); // importing and using the library never touches bullmq
       const settings = resolveDeferOptions({})!;
-      expect(() => new deferQueue.BullmqDeferQueue(settings, suite.redis.url, locks.engine.metrics, locks.engine.logger)).toThrow(
+      const limits = { commandTimeout: 1_000, shutdownTimeout: 1_000 };
+      expect(() => new deferQueue.BullmqDeferQueue(settings, suite.redis.url, limits, locks.engine.metrics, locks.engine.logger)).toThrow(
         /needs the bullmq package: npm install bullmq/,
       );
       await locks.close();

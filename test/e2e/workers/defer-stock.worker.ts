@@ -1,6 +1,6 @@
 /**
  * An application instance in its own process whose BullMQ worker runs `Stock.write` jobs, for the tests that
- * kill -9 or SIGSTOP it mid-job. env: REDIS_URL, QUEUE, STALL_MS, JOB_LEASE. Lines: ready, started {token}, wrote {accepted}.
+ * kill -9 or SIGSTOP it mid-job. env: REDIS_URL, QUEUE, STALL_MS, JOB_LEASE, ATTEMPTS. Lines: ready, started {token}, wrote {accepted}.
  */
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -19,7 +19,7 @@ async function main(): Promise<void> {
       DistributedLockModule.forRoot({
         redis: env('REDIS_URL'),
         keyPrefix: 'defer-crash:',
-        defer: { queueName: env('QUEUE'), jobLease: Number(env('JOB_LEASE')), attempts: 3, backoff: 50 },
+        defer: { queueName: env('QUEUE'), jobLease: Number(env('JOB_LEASE')), attempts: Number(env('ATTEMPTS')), backoff: 50 },
       }),
     ],
     providers: [Stock, { provide: STOCK_IO, useValue: { client, stallMs: Number(env('STALL_MS')), report: emit } }],

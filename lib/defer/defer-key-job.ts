@@ -1,0 +1,33 @@
+import type { Queue } from 'bullmq';
+
+/**
+ * Makes the job a `deferKey` names ready to stand for a new call, before the enqueue. BullMQ answers an
+ * add with an existing job id by returning that job, whatever its state, which is what makes repeated
+ * defers one job while it is pending, or completed within the window. Two states would make a repeat a
+ * call that never runs:
+ * - failed for good (the failed set keeps its id): the job is retried, with all its attempts again. It
+ *   keeps its id and its history (earlier failures in its stacktrace) and runs with its first call's
+ *   arguments; 'retried' tells the caller not to enqueue.
+ * - completed longer ago than the window: BullMQ removes old completed jobs only when another job
+ *   completes, so on a quiet queue the window never ended. Such a job is removed, then enqueued anew.
+ */
+export async function prepareDeferKeyJob(queue: Queue, jobId: string, windowMs: number): Promise<'retried' | 'enqueue'> {
+  const state = await queue.getJobState(jobId);
+  if (state === 'failed') {
+    const job = await queue.getJob(jobId);
+    if (!job) return 'enqueue'; // removed meanwhile
+    try {
+      await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+      return 'retried';
+    } catch (error) {
+      // Another call retried it first (it is no longer in the failed set): the add below finds it.
+      if ((await queue.getJobState(jobId)) === 'failed') throw error;
+      return 'enqueue';
+    }
+  }
+  if (state === 'completed') {
+    const job = await queue.getJob(jobId);
+    if (job?.finishedOn !== undefined && Date.now() - job.finishedOn > windowMs) await queue.remove(jobId);
+  }
+  return 'enqueue';
+}

@@ -1,0 +1,92 @@
+import type { Lock } from '../core/lock';
+import type { LockLostError } from '../errors/lock-lost.error';
+
+/**
+ * One job's run on this instance's worker: it waits for its lock, then runs the method under it. When the
+ * worker starts closing, a run still waiting leaves (`left` resolves; the job goes back to the queue) and
+ * a run under its lock is told through the lock's signal.
+ */
+export class JobRun {
+  /** Resolves when the worker starts closing while this run still waits for its lock. */
+  readonly left: Promise<void>;
+  private leave!: () => void;
+  private hasLeft = false;
+  private lock?: Lock;
+
+  constructor(
+    readonly jobId: string,
+    private readonly drain: JobDrain,
+  ) {
+    this.left = new Promise<void>((resolve) => (this.leave = resolve));
+  }
+
+  /** The lock was granted: true to run the method under it, false when the run left meanwhile (not run). */
+  enter(lock: Lock): boolean {
+    if (this.hasLeft || this.drain.draining) return false;
+    this.lock = lock;
+    return true;
+  }
+
+  /** @internal The worker starts closing. */
+  drainBegins(notice: (lock: Lock) => LockLostError): void {
+    if (this.lock) return this.lock.noticeShutdown(notice(this.lock));
+    this.hasLeft = true;
+    this.leave();
+  }
+
+  end(): void {
+    this.drain.ended(this);
+  }
+}
+
+/**
+ * The runs of this instance's worker, for its shutdown: the worker's own close() waits for its jobs without
+ * a bound and without telling them, while LockService.close() (which tells held locks and bounds the wait by
+ * `shutdownTimeout`) runs only after it. So the worker's close tells its runs itself and bounds the wait.
+ */
+export class JobDrain {
+  private readonly runs = new Set<JobRun>();
+  private onIdle?: () => void;
+  private notice?: (lock: Lock) => Error;
+
+  get draining(): boolean {
+    return this.notice !== undefined;
+  }
+
+  /** Job ids of the runs not ended yet. */
+  get running(): string[] {
+    return [...this.runs].map((r) => r.jobId);
+  }
+
+  start(jobId: string): JobRun {
+    const run = new JobRun(jobId, this);
+    this.runs.add(run);
+    return run;
+  }
+
+  /** Runs under their lock get `notice(lock)` on their signal; runs still waiting for their lock leave. */
+  begin(notice: (lock: Lock) => LockLostError): void {
+    if (this.notice) return;
+    this.notice = notice;
+    for (const run of this.runs) run.drainBegins(notice);
+  }
+
+  /** Resolves true once every run ended, false if `ms` passed first. */
+  untilIdle(ms: number): Promise<boolean> {
+    if (this.runs.size === 0) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => finish(false), ms);
+      const finish = (idle: boolean) => {
+        clearTimeout(timer);
+        this.onIdle = undefined;
+        resolve(idle);
+      };
+      this.onIdle = () => finish(true);
+    });
+  }
+
+  /** @internal */
+  ended(run: JobRun): void {
+    if (this.runs.delete(run) && this.runs.size === 0) this.onIdle?.();
+  }
+}
