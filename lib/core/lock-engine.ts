@@ -88,12 +88,27 @@ export class LockEngine implements LockRuntime {
    * `requireRedisAtStartup`), closes what the module made and fails startup.
    */
   async ready(): Promise<void> {
+    if (this.shutdown.signal.aborted) {
+      throw new DistributedLockError(
+        'The LockService was closed before it started (onModuleInit() after close()): a closed service does not start again; make a new one.',
+      );
+    }
     try {
-      await this.backend.ready();
+      await this.untilClosing(this.backend.ready());
     } catch (error) {
       await this.close();
       throw error;
     }
+  }
+
+  /** `step`, or a rejection as soon as close() begins (startup must not wait its whole startupTimeout for a service being closed). */
+  private untilClosing(step: Promise<void>): Promise<void> {
+    const signal = this.shutdown.signal;
+    return new Promise<void>((resolve, reject) => {
+      const onClose = () => reject(new DistributedLockError('close() was called while the LockService was starting: startup stopped.'));
+      signal.addEventListener('abort', onClose, { once: true });
+      step.then(resolve, reject).finally(() => signal.removeEventListener('abort', onClose));
+    });
   }
 
   /** @internal Health facts read locally, for lib/terminus (see LockEngineHealth). */

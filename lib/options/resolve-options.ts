@@ -54,6 +54,9 @@ export function resolveLockOptions(base: ResolvedLockOptions, overrides: LockOpt
   const retry = o.retryDelay ?? {};
   // `undefined` means "not given" (the default); anything else, null included, is validated as given.
   const given = <T>(value: T | undefined, fallback: T): T => (value === undefined ? fallback : value);
+  if ((o.onBusy as string) === 'defer') {
+    throw new LockOptionsError(`${where}.onBusy`, "'defer' is set per @Locked method (the call runs again later from a queue), not here.");
+  }
   const resolved: ResolvedLockOptions = {
     name: o.name === undefined ? base.name : assertLockName(`${where}.name`, o.name),
     ttl: assertTtl(`${where}.ttl`, given(o.ttl, base.ttl)),

@@ -3,6 +3,7 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import type { DistributedLockModuleOptions } from '../options/distributed-lock-module-options.interface';
 import type { ResolvedModuleOptions } from '../options/resolve-options';
 import { reportConnectionHealth } from './connection-health';
+import { assertConnectionOption } from './connection-option';
 import { ConnectionState } from './connection-state';
 import { RedisConnection, closeConnection, connectTimeoutFor, createRedisConnection, isClusterClient, waitUntilReady } from './redis-connection';
 import { RedisLockStore } from './redis-lock-store';
@@ -31,7 +32,13 @@ class RedisBackend implements LockBackend {
     assertRedisOptions(options, settings);
     this.connection = createRedisConnection(options.redis!, settings.commandTimeout);
     const { client, owned } = this.connection;
-    this.connectionState = new ConnectionState(client, owned);
+    try {
+      this.connectionState = new ConnectionState(client, owned);
+    } catch (error) {
+      // Nobody could close a connection made by a constructor that throws: it would keep the process alive.
+      if (owned) client.disconnect();
+      throw error;
+    }
     if (owned) reportConnectionHealth(client, this.connectionState, logger, shutdown);
     const { keyPrefix, commandTimeout, waiterLease, replicaAcks, replicaAckTimeout } = settings;
     const acks = replicaAcks > 0 ? new ReplicaAcks(replicaAcks, replicaAckTimeout) : undefined;
@@ -89,6 +96,7 @@ function assertRedisOptions(options: DistributedLockModuleOptions, settings: Res
       "missing: pass a URL ('redis://127.0.0.1:6379'), ioredis options, or a Redis/Cluster instance; or 'nodes' for Redlock over independent masters.",
     );
   }
+  assertConnectionOption('redis', options.redis);
   if (settings.replicaAcks > 0 && isClusterClient(options.redis)) {
     throw new LockOptionsError(
       'replicaAcks',

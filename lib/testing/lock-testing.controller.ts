@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { monotonicNow } from '../time/clock';
 import { DistributedLockError } from '../errors/distributed-lock.error';
+import { describeValue } from '../errors/describe-value';
 import { normalizeKeys } from '../keys/normalize-keys';
 import { LockService } from '../lock.service';
 import { MAX_TIMER_MS } from '../options/limits';
@@ -47,6 +48,9 @@ export class LockTestingController {
    */
   hold(key: string, options: { ttl?: number } = {}): HeldElsewhere {
     const [k] = normalizeKeys(key);
+    if (typeof options !== 'object' || options === null) {
+      throw new DistributedLockError(`hold("${k}", options): expected { ttl? } or nothing, got ${describeValue(options)}.`);
+    }
     const ttl = options.ttl === undefined ? MAX_TIMER_MS : assertTtl('hold(key, { ttl })', options.ttl);
     const now = monotonicNow();
     const state = this.space.stateOf(k, now);

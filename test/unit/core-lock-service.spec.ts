@@ -226,6 +226,40 @@ describe('LockService against a real redis-server: acquire, release, validation'
       expect(await locks.withLock('k', () => 'ran', { onBusy: 'throw', fallback: 'fb' } as never).catch((e) => e)).toBeInstanceOf(LockOptionsError);
     });
 
+    it.each([
+      ['a number', 123, /expected a redis:\/\/ URL/],
+      ['true', true, /expected a redis:\/\/ URL/],
+      ['an array of URLs', ['redis://127.0.0.1:6379'], /expected a redis:\/\/ URL/],
+      ['options naming no server', {}, /names no server/],
+      ['an http URL', 'http://127.0.0.1:6379', /scheme "http:"/],
+      ['Sentinels that are not a list', { sentinels: 'x', name: 'm' }, /non-empty array/],
+      ['Sentinels without the primary name', { sentinels: [{ host: '127.0.0.1', port: 26379 }] }, /name of the primary/],
+    ])('refuses a redis option that is %s before connecting (ioredis would use localhost:6379, or throw a TypeError)', (_, redis, message) => {
+      const make = () => new LockService({ redis: redis as never });
+      expect(make).toThrow(LockOptionsError);
+      expect(make).toThrow(message);
+    });
+
+    it("refuses onBusy 'defer' outside @Locked, saying where it belongs", async () => {
+      expect(() => new LockService({ redis: suite.redis.url, onBusy: 'defer' as never })).toThrow(/'defer' is set per @Locked method/);
+      await expect(locks.acquire('k', { onBusy: 'defer' as never })).rejects.toThrow(/'defer' is set per @Locked method/);
+    });
+
+    it('a service closed before it started, or while it starts, does not wait out startupTimeout', async () => {
+      const closed = new LockService({ redis: suite.redis.url });
+      await closed.close();
+      let started = performance.now();
+      await expect(closed.onModuleInit()).rejects.toThrow(/closed before it started/);
+      expect(performance.now() - started).toBeLessThan(500);
+
+      const unreachable = new LockService({ redis: 'redis://127.0.0.1:1', startupTimeout: 10_000 });
+      started = performance.now();
+      const starting = unreachable.onModuleInit().catch((e: Error) => e);
+      setTimeout(() => void unreachable.close(), 100);
+      expect(((await starting) as Error).message).toMatch(/close\(\) was called while the LockService was starting/);
+      expect(performance.now() - started).toBeLessThan(2_000);
+    });
+
     it('rejects bad module options when the service is made', () => {
       expect(() => new LockService({ redis: '' })).toThrow(LockOptionsError);
       expect(() => new LockService({ redis: suite.redis.url, ttl: -5 })).toThrow(/DistributedLockModule\.ttl/);

@@ -54,6 +54,8 @@ describe('Redlock options (nodes)', () => {
       'nodeRecoveryDelay',
       /at least the minHold \(60000 ms\)/,
     ],
+    ['ioredis options naming no server (ioredis would use localhost)', { nodes: [three[0], three[1], {}] }, 'nodes[2]', /names no server/],
+    ['Sentinel options without sentinels', { nodes: [three[0], three[1], { sentinels: 'x', name: 'm' }] }, 'nodes[2].sentinels', /non-empty array/],
     ['nodeRecoveryDelay not a number', { nodes: three, nodeRecoveryDelay: 'long' }, 'nodeRecoveryDelay', /integer number of milliseconds/],
   ])('refuses %s', (_name, options, option, message) => {
     const error = refusal(options);
@@ -70,6 +72,16 @@ describe('Redlock options (nodes)', () => {
     } finally {
       cluster.disconnect();
     }
+  });
+
+  it('tells Redlock nodes found through Sentinels apart by primary name (the same Sentinels may watch several)', () => {
+    const sentinels = [{ host: '10.0.0.8', port: 26379 }];
+    const nodes = ['m1', 'm2', 'm3'].map((name) => ({ sentinels, name, lazyConnect: true }));
+    const service = new LockService({ nodes, requireRedisAtStartup: false });
+    void service.close();
+    expect(refusal({ nodes: [nodes[0], nodes[1], { sentinels, name: 'm1' }] }).message).toMatch(
+      /m1 via Sentinels 10\.0\.0\.8:26379, like nodes\[0\]/,
+    );
   });
 
   it('refuses two clients of one server', () => {

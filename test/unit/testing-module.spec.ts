@@ -43,6 +43,9 @@ describe('DistributedLockTestingModule', () => {
     const app = await start(DistributedLockTestingModule.forRoot({ ttl: 5_000 }));
     const testing = app.get(LockTestingController);
     expect(await app.get(Billing).send('1')).toBe('sent 1');
+    // null options are a typed error (they were a TypeError), not a hold
+    expect(() => testing.hold('invoice:1', null as never)).toThrow(DistributedLockError);
+    expect(testing.isLocked('invoice:1')).toBe(false);
     const other = testing.hold('invoice:1');
     expect(testing.isLocked('invoice:1')).toBe(true);
     expect(await app.get(Billing).send('1')).toBe('skipped');

@@ -24,7 +24,14 @@ export class RedlockBackend implements LockBackend {
     const { options, settings, serviceId, logger, shutdown } = context;
     const redlock = resolveRedlockSettings(options, settings);
     this.nodeRecoveryDelay = redlock.nodeRecoveryDelay;
-    this.nodes = redlock.nodes.map((option) => new RedlockNode(option, settings.commandTimeout, redlock.nodeTimeout));
+    this.nodes = [];
+    try {
+      for (const option of redlock.nodes) this.nodes.push(new RedlockNode(option, settings.commandTimeout, redlock.nodeTimeout));
+    } catch (error) {
+      // Nobody could close the nodes already connected: a constructor that throws returns no backend.
+      for (const node of this.nodes) if (node.owned) node.client.disconnect();
+      throw error;
+    }
     for (const node of this.nodes) if (node.owned) reportConnectionHealth(node.client, node.state, logger, shutdown);
     this.store = new RedlockStore(this.nodes, {
       keyPrefix: settings.keyPrefix,

@@ -3,6 +3,7 @@ import { describeValue } from '../../errors/describe-value';
 import type { DistributedLockModuleOptions, RedisConnectionOption } from '../../options/distributed-lock-module-options.interface';
 import type { ResolvedModuleOptions } from '../../options/resolve-options';
 import { assertIntegerMs } from '../../options/validate-options';
+import { assertConnectionOption } from '../connection-option';
 import { isClusterClient, isRedisClient } from '../redis-connection';
 
 /** What the Redlock backend reads beyond the common settings. */
@@ -60,6 +61,8 @@ export function resolveRedlockSettings(options: DistributedLockModuleOptions, se
           "so its nodes are not independent. Pass the Cluster as 'redis' instead, or separate standalone servers as 'nodes'.",
       );
     }
+    // ioredis options must name a server (and Sentinel options be complete); URLs and clients are read below.
+    if (typeof node === 'object' && node !== null && !isRedisClient(node)) assertConnectionOption(`nodes[${i}]`, node);
     const address = addressOf(node);
     if (address === undefined) {
       throw new LockOptionsError(`nodes[${i}]`, `expected a redis:// URL, ioredis options or a Redis client, got ${describeValue(node)}.`);
@@ -110,7 +113,13 @@ function addressOf(node: unknown): string | undefined {
     return o.path ?? normalize(o.host, o.port);
   }
   if (typeof node === 'object' && node !== null) {
-    const o = node as { host?: string; port?: number; path?: string };
+    const o = node as { host?: string; port?: number; path?: string; sentinels?: Array<{ host?: string; port?: number }>; name?: string };
+    // A primary found through Sentinels is named by the Sentinels asked and the name they monitor it under.
+    if (o.sentinels)
+      return `${o.name} via Sentinels ${o.sentinels
+        .map((s) => normalize(s.host, s.port ?? 26379))
+        .sort()
+        .join(', ')}`;
     return o.path ?? normalize(o.host, o.port);
   }
   return undefined;

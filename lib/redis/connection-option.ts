@@ -1,0 +1,64 @@
+import { describeValue } from '../errors/describe-value';
+import { LockOptionsError } from '../errors/lock-options.error';
+import { isRedisClient } from './redis-connection';
+
+/**
+ * Checks what a `redis` option (or one Redlock node) names before any connection is made: a redis:// or
+ * rediss:// URL (or a Unix socket path), a Redis client, or ioredis options that name a server. ioredis
+ * itself connects to localhost:6379 when given a number, `true`, an array or `{}`: every instance would then
+ * lock in whatever Redis runs on its own host, and the instances would not exclude each other.
+ */
+export function assertConnectionOption(where: string, option: unknown): void {
+  if (typeof option === 'string') return assertUrl(where, option);
+  if (isRedisClient(option)) return;
+  if (typeof option !== 'object' || option === null || Array.isArray(option)) {
+    throw new LockOptionsError(where, `expected a redis:// URL, ioredis options or a Redis client, got ${describeValue(option)}.`);
+  }
+  const o = option as { host?: unknown; port?: unknown; path?: unknown; sentinels?: unknown; name?: unknown };
+  if (o.sentinels !== undefined) return assertSentinels(where, o.sentinels, o.name);
+  if (o.host === undefined && o.port === undefined && o.path === undefined) {
+    throw new LockOptionsError(
+      where,
+      'names no server (no host, port, path or sentinels): ioredis would connect to localhost:6379 on every instance. ' +
+        "Give the shared server's host and port, or a URL.",
+    );
+  }
+}
+
+function assertUrl(where: string, url: string): void {
+  // ioredis reads a string starting with '/' as a Unix socket path.
+  if (url.startsWith('/')) return;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new LockOptionsError(where, `expected a redis:// or rediss:// URL, got ${describeValue(url)}.`);
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
+    throw new LockOptionsError(
+      where,
+      `expected a redis:// or rediss:// URL (rediss for TLS), got the scheme "${parsed.protocol}" in ${describeValue(url)}.`,
+    );
+  }
+}
+
+function assertSentinels(where: string, sentinels: unknown, name: unknown): void {
+  const valid =
+    Array.isArray(sentinels) &&
+    sentinels.length > 0 &&
+    sentinels.every(
+      (s) => typeof s === 'object' && s !== null && ((s as { host?: unknown }).host !== undefined || (s as { port?: unknown }).port !== undefined),
+    );
+  if (!valid) {
+    throw new LockOptionsError(
+      `${where}.sentinels`,
+      `expected a non-empty array of { host, port } (the Sentinels to ask for the primary), got ${describeValue(sentinels)}.`,
+    );
+  }
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new LockOptionsError(
+      `${where}.name`,
+      `expected the name of the primary the Sentinels monitor (a non-empty string), got ${describeValue(name)}.`,
+    );
+  }
+}
