@@ -4,7 +4,6 @@ import { AcquireContext, AcquireTally, acquireOneKey } from './acquire/acquire-o
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockBusyError } from '../errors/lock-busy.error';
 import { LockKeyError } from '../errors/lock-key.error';
-import { LockOptionsError } from '../errors/lock-options.error';
 import { describeValue } from '../errors/describe-value';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import { LockLostError } from '../errors/lock-lost.error';
@@ -138,10 +137,6 @@ export class LockEngine implements LockRuntime {
   ): Promise<T | F> {
     if (typeof fn !== 'function') throw new DistributedLockError('withLock(key, fn): fn must be a function.');
     const resolved = this.resolve(options);
-    if (options?.fallback !== undefined && resolved.onBusy !== 'fail-fast') {
-      // It would never be used: a busy key waits ('retry') or throws ('throw') instead.
-      throw new LockOptionsError('withLock options.fallback', `a fallback is only used with onBusy: 'fail-fast', not '${resolved.onBusy}'.`);
-    }
     let lock: Lock;
     try {
       lock = await this.take(key, resolved);

@@ -1,4 +1,5 @@
 import { describeValue } from '../errors/describe-value';
+import { DEFER_OPTION_KEYS, assertKnownKeys } from '../options/known-keys';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { assertBoolean, assertCount, assertIntegerMs } from '../options/validate-options';
 import type { DeferModuleOptions, ResolvedDeferOptions } from '../options/defer-options.interface';
@@ -18,6 +19,7 @@ export function resolveDeferOptions(options: DeferModuleOptions | undefined): Re
   if (options === undefined) return undefined;
   if (typeof options !== 'object' || options === null)
     throw new LockOptionsError('defer', `expected an options object, got ${describeValue(options)}.`);
+  assertKnownKeys('defer', options, DEFER_OPTION_KEYS);
   const o = { ...DEFER_DEFAULTS, ...stripUndefined(options) };
   if (typeof o.queueName !== 'string' || !/^[A-Za-z0-9_.-]{1,100}$/.test(o.queueName)) {
     throw new LockOptionsError('defer.queueName', `expected 1 to 100 letters, digits, '_', '.' or '-', got ${describeValue(o.queueName)}.`);

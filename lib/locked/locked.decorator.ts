@@ -6,6 +6,7 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockOptions } from '../options/lock-options.interface';
 import { CompiledKeySource, LockKeySpec, compileKeySource } from '../keys/key-source';
 import { LOCK_DEFAULTS } from '../options/lock-defaults';
+import { LOCK_OPTION_KEYS } from '../options/known-keys';
 import { MAX_LOCK_NAME_LENGTH, MAX_TIMER_MS } from '../options/limits';
 import { MANUAL_LOCK_NAME, ResolvedLockOptions, resolveLockOptions } from '../options/resolve-options';
 import { injectLockServiceInto } from './lock-service-injection';
@@ -150,11 +151,18 @@ function rejectGenerators(fn: object, where: string): void {
   }
 }
 
-// Only per-field checks at decoration time: whether retryDelay.max >= min can depend on the module defaults.
-const DECORATION_BASE: ResolvedLockOptions = { ...LOCK_DEFAULTS, name: MANUAL_LOCK_NAME, retryDelay: { min: 1, max: MAX_TIMER_MS } };
+// Only per-field checks at decoration time: whether retryDelay.max >= min, or minHold <= maxHold, can depend
+// on the module defaults (checked on each call).
+const DECORATION_BASE: ResolvedLockOptions = {
+  ...LOCK_DEFAULTS,
+  name: MANUAL_LOCK_NAME,
+  maxHold: MAX_TIMER_MS,
+  retryDelay: { min: 1, max: MAX_TIMER_MS },
+};
+const LOCKED_OPTION_KEYS: readonly string[] = [...LOCK_OPTION_KEYS, 'deferKey', 'allowOuterWrapper'];
 
 function checkOptions(options: LockedOptions, where: string): LockOptions {
-  resolveLockOptions(DECORATION_BASE, options as LockOptions, `${where} options`);
+  resolveLockOptions(DECORATION_BASE, options as LockOptions, `${where} options`, LOCKED_OPTION_KEYS);
   const { fallback: _fallback, allowOuterWrapper, deferKey: _deferKey, ...lockOptions } = options as LockedOptions & LockOptions;
   if (allowOuterWrapper !== undefined && typeof allowOuterWrapper !== 'boolean') {
     throw new LockOptionsError(`${where} options.allowOuterWrapper`, `expected a boolean, got ${describeValue(allowOuterWrapper)}.`);

@@ -6,6 +6,7 @@ import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { resolveKeyPrefix } from './key-prefix';
 import { LOCK_DEFAULTS } from './lock-defaults';
+import { LOCK_OPTION_KEYS, MODULE_OPTION_KEYS, RETRY_DELAY_KEYS, assertKnownKeys } from './known-keys';
 import { assertBoolean, assertCount, assertFunctionOrUndefined, assertIntegerMs, assertLockName, assertOneOf, assertTtl } from './validate-options';
 
 /** Waiters refresh their place every third of waiterLease; below this, refreshes would be timer noise. */
@@ -45,12 +46,22 @@ export interface ResolvedModuleOptions {
 }
 
 /** Merges `overrides` over `base` and validates the result; the only place defaults are applied. */
-export function resolveLockOptions(base: ResolvedLockOptions, overrides: LockOptions | undefined, where: string): ResolvedLockOptions {
+export function resolveLockOptions(
+  base: ResolvedLockOptions,
+  overrides: LockOptions | undefined,
+  where: string,
+  /** The keys `overrides` may have; the module's options are checked against their own list by the caller. */
+  knownKeys: readonly string[] | null = LOCK_OPTION_KEYS,
+): ResolvedLockOptions {
   // The common call passes no options: the (already validated, never mutated) base serves as is.
   if (overrides === undefined) return base;
   assertOptionsObject(where, overrides);
+  if (knownKeys) assertKnownKeys(where, overrides, knownKeys);
   const o = overrides;
-  if (o.retryDelay !== undefined) assertOptionsObject(`${where}.retryDelay`, o.retryDelay);
+  if (o.retryDelay !== undefined) {
+    assertOptionsObject(`${where}.retryDelay`, o.retryDelay);
+    assertKnownKeys(`${where}.retryDelay`, o.retryDelay, RETRY_DELAY_KEYS);
+  }
   const retry = o.retryDelay ?? {};
   // `undefined` means "not given" (the default); anything else, null included, is validated as given.
   const given = <T>(value: T | undefined, fallback: T): T => (value === undefined ? fallback : value);
@@ -114,6 +125,7 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
   if ((options as LockOptions).name !== undefined) {
     throw new LockOptionsError('name', 'is not a module-wide option: it names one kind of lock; pass it per call or in @Locked options.');
   }
+  assertKnownKeys('DistributedLockModule options', options, MODULE_OPTION_KEYS);
   const keyPrefix = resolveKeyPrefix(options.keyPrefix ?? LOCK_DEFAULTS.keyPrefix);
   const commandTimeout = assertIntegerMs('commandTimeout', options.commandTimeout ?? LOCK_DEFAULTS.commandTimeout, 1);
   const replicaAcks = assertCount('replicaAcks', options.replicaAcks ?? LOCK_DEFAULTS.replicaAcks, 0, MAX_REPLICA_ACKS);
@@ -129,7 +141,7 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
     requireRedisAtStartup: assertBoolean('requireRedisAtStartup', options.requireRedisAtStartup ?? LOCK_DEFAULTS.requireRedisAtStartup),
     startupTimeout: assertIntegerMs('startupTimeout', options.startupTimeout ?? LOCK_DEFAULTS.startupTimeout, 1),
     httpErrors: assertBoolean('httpErrors', options.httpErrors ?? LOCK_DEFAULTS.httpErrors),
-    defaults: resolveLockOptions(BUILT_IN, options, 'DistributedLockModule'),
+    defaults: resolveLockOptions(BUILT_IN, options, 'DistributedLockModule', null),
   };
 }
 

@@ -1,3 +1,4 @@
+import { resolveDeferOptions } from '../../lib/defer/resolve-defer-options';
 import { LockBusyError, LockConnectionError, LockKeyError, LockLostError, LockOptionsError, LockService, LockTimeoutError } from '../../lib';
 import { RedisProcess } from '../harness/redis-process';
 import { commandCalls, pollUntil, redisSuite, sleep } from './core-helpers';
@@ -219,25 +220,14 @@ describe('LockService against a real redis-server: acquire, release, validation'
       }
     });
 
-    it("rejects a withLock fallback that could never be used (onBusy is not 'fail-fast')", async () => {
-      const error = await locks.withLock('k', () => 'ran', { fallback: 'fb' }).catch((e) => e);
-      expect(error).toBeInstanceOf(LockOptionsError);
-      expect(error.message).toContain("only used with onBusy: 'fail-fast'");
-      expect(await locks.withLock('k', () => 'ran', { onBusy: 'throw', fallback: 'fb' } as never).catch((e) => e)).toBeInstanceOf(LockOptionsError);
-    });
-
-    it.each([
-      ['a number', 123, /expected a redis:\/\/ URL/],
-      ['true', true, /expected a redis:\/\/ URL/],
-      ['an array of URLs', ['redis://127.0.0.1:6379'], /expected a redis:\/\/ URL/],
-      ['options naming no server', {}, /names no server/],
-      ['an http URL', 'http://127.0.0.1:6379', /scheme "http:"/],
-      ['Sentinels that are not a list', { sentinels: 'x', name: 'm' }, /non-empty array/],
-      ['Sentinels without the primary name', { sentinels: [{ host: '127.0.0.1', port: 26379 }] }, /name of the primary/],
-    ])('refuses a redis option that is %s before connecting (ioredis would use localhost:6379, or throw a TypeError)', (_, redis, message) => {
-      const make = () => new LockService({ redis: redis as never });
-      expect(make).toThrow(LockOptionsError);
-      expect(make).toThrow(message);
+    it('refuses an option it does not read (a typo would leave the default in force unseen), naming the closest', async () => {
+      expect(() => new LockService({ redis: suite.redis.url, waitTimout: 10 } as never)).toThrow(
+        /waitTimout": is not an option; did you mean waitTimeout\?/,
+      );
+      expect(() => resolveDeferOptions({ queueNme: 'q' } as never)).toThrow(/defer\.queueNme": is not an option; did you mean queueName\?/);
+      await expect(locks.acquire('k', { ttll: 50 } as never)).rejects.toThrow(/options\.ttll": is not an option; did you mean ttl\?/);
+      await expect(locks.acquire('k', { retryDelay: { minimum: 5 } } as never)).rejects.toThrow(/retryDelay\.minimum": is not an option/);
+      await expect(locks.tryAcquire('k', { TTL: 50 } as never)).rejects.toThrow(/did you mean ttl\?/);
     });
 
     it("refuses onBusy 'defer' outside @Locked, saying where it belongs", async () => {

@@ -48,6 +48,11 @@ describe('@Locked refuses a bad spec when the class is defined', () => {
     for (const keys of [42, null, {}, undefined]) expect(define(keys)).toThrow(LockKeyError);
   });
 
+  it('an option @Locked does not read (a typo) is a LockOptionsError naming the closest', () => {
+    expect(define('a:<0>', { waitTimout: 1 })).toThrow(/waitTimout": is not an option; did you mean waitTimeout\?/);
+    expect(define('a:<0>', { allowOuterWrapper: true, minHold: 700_000 })).not.toThrow(); // maxHold may come from the module
+  });
+
   it("a fallback with an onBusy that never uses it ('retry', 'throw') is a LockOptionsError", () => {
     expect(define('a:<0>', { onBusy: 'retry', fallback: 'FB' })).toThrow(LockOptionsError);
     expect(define('a:<0>', { onBusy: 'throw', fallback: () => 'FB' })).toThrow(/only used with onBusy: 'fail-fast'/);

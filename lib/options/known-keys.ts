@@ -1,0 +1,77 @@
+import { LockOptionsError } from '../errors/lock-options.error';
+
+/** Per-call options: what `acquire`, `tryAcquire`, `withLock` and `@Locked` read (the last two also a fallback). */
+export const LOCK_OPTION_KEYS = [
+  'name',
+  'ttl',
+  'onBusy',
+  'waitTimeout',
+  'watchdog',
+  'maxHold',
+  'minHold',
+  'retryDelay',
+  'onLockLost',
+  'fallback',
+] as const;
+
+/** Module options: its own, and every per-call option but `name` as the default of every call. */
+export const MODULE_OPTION_KEYS = [
+  ...LOCK_OPTION_KEYS.filter((k) => k !== 'name' && k !== 'fallback'),
+  'redis',
+  'nodes',
+  'nodeRecoveryDelay',
+  'keyPrefix',
+  'commandTimeout',
+  'waiterLease',
+  'shutdownTimeout',
+  'replicaAcks',
+  'replicaAckTimeout',
+  'requireRedisAtStartup',
+  'startupTimeout',
+  'httpErrors',
+  'defer',
+  // forRoot's extra (Nest normally strips it before the options reach us)
+  'isGlobal',
+] as const;
+
+export const RETRY_DELAY_KEYS = ['min', 'max'] as const;
+
+export const DEFER_OPTION_KEYS = ['queueName', 'concurrency', 'worker', 'attempts', 'backoff', 'jobLease'] as const;
+
+/**
+ * Refuses a key the library does not read. A misspelt option (`waitTimout`) would otherwise be ignored
+ * and its default used without a word: the caller believes a bound is set that is not.
+ */
+export function assertKnownKeys(where: string, options: object, known: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (known.includes(key)) continue;
+    const near = closest(key, known);
+    throw new LockOptionsError(
+      `${where}.${key}`,
+      `is not an option${near ? `; did you mean ${near}?` : '.'} The options are: ${known.filter((k) => k !== 'isGlobal').join(', ')}.`,
+    );
+  }
+}
+
+/** The known key within two edits of `key` (or equal but for case), if any. */
+function closest(key: string, known: readonly string[]): string | undefined {
+  let best: { key: string; distance: number } | undefined;
+  for (const k of known) {
+    const distance = k.toLowerCase() === key.toLowerCase() ? 0 : editDistance(k, key);
+    if (distance <= 2 && (!best || distance < best.distance)) best = { key: k, distance };
+  }
+  return best?.key;
+}
+
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2) return 3;
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length];
+}
