@@ -1,3 +1,4 @@
+import { IdleWait } from '../time/idle-wait';
 import type { Lock } from './lock';
 
 /**
@@ -10,7 +11,7 @@ import type { Lock } from './lock';
 export class ShutdownDrain {
   private readonly locks = new Set<Lock>();
   private acquiring = 0;
-  private onIdle?: () => void;
+  private readonly idleWait = new IdleWait();
 
   /** Locks adopted and not yet released or lost. */
   get held(): ReadonlySet<Lock> {
@@ -38,16 +39,7 @@ export class ShutdownDrain {
 
   /** Resolves true once no lock is held and no acquisition is in flight, false if `ms` passed first. */
   untilIdle(ms: number): Promise<boolean> {
-    if (this.idle) return Promise.resolve(true);
-    return new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => finish(false), ms);
-      const finish = (drained: boolean) => {
-        clearTimeout(timer);
-        this.onIdle = undefined;
-        resolve(drained);
-      };
-      this.onIdle = () => finish(true);
-    });
+    return this.idleWait.until(this.idle, ms);
   }
 
   private get idle(): boolean {
@@ -55,6 +47,6 @@ export class ShutdownDrain {
   }
 
   private checkIdle(): void {
-    if (this.onIdle && this.idle) this.onIdle();
+    if (this.idle) this.idleWait.idleNow();
   }
 }

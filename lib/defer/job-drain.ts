@@ -1,5 +1,6 @@
 import type { Lock } from '../core/lock';
 import type { LockLostError } from '../errors/lock-lost.error';
+import { IdleWait } from '../time/idle-wait';
 
 /**
  * One job's run on this instance's worker: it waits for its lock, then runs the method under it. When the
@@ -46,7 +47,7 @@ export class JobRun {
  */
 export class JobDrain {
   private readonly runs = new Set<JobRun>();
-  private onIdle?: () => void;
+  private readonly idleWait = new IdleWait();
   private notice?: (lock: Lock) => Error;
 
   get draining(): boolean {
@@ -73,20 +74,11 @@ export class JobDrain {
 
   /** Resolves true once every run ended, false if `ms` passed first. */
   untilIdle(ms: number): Promise<boolean> {
-    if (this.runs.size === 0) return Promise.resolve(true);
-    return new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => finish(false), ms);
-      const finish = (idle: boolean) => {
-        clearTimeout(timer);
-        this.onIdle = undefined;
-        resolve(idle);
-      };
-      this.onIdle = () => finish(true);
-    });
+    return this.idleWait.until(this.runs.size === 0, ms);
   }
 
   /** @internal */
   ended(run: JobRun): void {
-    if (this.runs.delete(run) && this.runs.size === 0) this.onIdle?.();
+    if (this.runs.delete(run) && this.runs.size === 0) this.idleWait.idleNow();
   }
 }
