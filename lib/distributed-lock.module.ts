@@ -1,6 +1,8 @@
-import { Module } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
+import { describeValue } from './errors/describe-value';
+import { LockOptionsError } from './errors/lock-options.error';
 import { DiscoveryModule } from '@nestjs/core';
-import { DistributedLockConfigurableModule } from './distributed-lock.module-definition';
+import { DISTRIBUTED_LOCK_FOR_ROOT_OPTIONS, DistributedLockConfigurableModule } from './distributed-lock.module-definition';
 import { LockDeferCoordinator } from './lock-defer.coordinator';
 import { LOCK_MODULE_EXPORTS, LOCK_MODULE_PROVIDERS } from './lock-module-providers';
 
@@ -14,4 +16,16 @@ import { LOCK_MODULE_EXPORTS, LOCK_MODULE_PROVIDERS } from './lock-module-provid
   providers: [...LOCK_MODULE_PROVIDERS, LockDeferCoordinator],
   exports: LOCK_MODULE_EXPORTS,
 })
-export class DistributedLockModule extends DistributedLockConfigurableModule {}
+export class DistributedLockModule extends DistributedLockConfigurableModule {
+  /** Checked here, before Nest reads it: Nest itself throws a TypeError for no options, and spreads a string into an object of characters. */
+  static forRoot(options: typeof DISTRIBUTED_LOCK_FOR_ROOT_OPTIONS): DynamicModule {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      const hint = typeof options === 'string' ? ` A URL goes in the redis option: forRoot({ redis: ${JSON.stringify(options)} }).` : '';
+      throw new LockOptionsError('DistributedLockModule.forRoot(options)', `expected an options object, got ${describeValue(options)}.${hint}`);
+    }
+    if (options.isGlobal !== undefined && typeof options.isGlobal !== 'boolean') {
+      throw new LockOptionsError('isGlobal', `expected a boolean, got ${describeValue(options.isGlobal)}.`);
+    }
+    return super.forRoot(options);
+  }
+}

@@ -55,6 +55,13 @@ describe('DistributedLockModule', () => {
     await app.close();
   });
 
+  it('forRoot refuses what is not an options object (no options, a URL string) and a non-boolean isGlobal, saying what to pass', () => {
+    expect(() => DistributedLockModule.forRoot(undefined as never)).toThrow(LockOptionsError);
+    expect(() => DistributedLockModule.forRoot('redis://127.0.0.1:6379' as never)).toThrow(/forRoot\(\{ redis: "redis:\/\/127\.0\.0\.1:6379" \}\)/);
+    expect(() => DistributedLockModule.forRoot({ redis: 'redis://127.0.0.1:6379', isGlobal: 'no' as never })).toThrow(/isGlobal.*expected a boolean/);
+    expect(DistributedLockModule.forRoot({ redis: 'redis://127.0.0.1:6379', isGlobal: false }).global).toBe(false);
+  });
+
   it('fails the bootstrap with a named option error', async () => {
     await expect(
       Test.createTestingModule({ imports: [DistributedLockModule.forRoot({ redis: redis.url, waitTimeout: -1 })] }).compile(),
