@@ -139,7 +139,7 @@ export class LockEngine implements LockRuntime {
     const resolved = this.resolve(options);
     let lock: Lock;
     try {
-      lock = await this.take(key, resolved);
+      lock = await this.take(key, resolved, true);
     } catch (error) {
       if (error instanceof LockBusyError && resolved.onBusy === 'fail-fast') {
         const fallback = options?.fallback;
@@ -190,8 +190,12 @@ export class LockEngine implements LockRuntime {
     return resolveLockOptions(this.settings.defaults, options, 'options');
   }
 
-  /** Takes `key` (or every key, all-or-nothing, in canonical order) under resolved options. */
-  take(key: string | readonly string[], options: ResolvedLockOptions): Promise<Lock> {
+  /**
+   * Takes `key` (or every key, all-or-nothing, in canonical order) under resolved options. `scoped`: the
+   * caller releases the lock when its callback ends (withLock, @Locked), so a nested take holds the
+   * outer locks it borrows from until then.
+   */
+  take(key: string | readonly string[], options: ResolvedLockOptions, scoped = false): Promise<Lock> {
     let keys: string[];
     try {
       keys = normalizeKeys(key);
@@ -217,13 +221,13 @@ export class LockEngine implements LockRuntime {
     const waitUntil = tally.startedAt + (options.onBusy === 'retry' ? options.waitTimeout : 0);
     const pending = Lock.create(token, keys, leases, outer, options, this);
     this.drain.acquisitionStarted();
-    if (toTake.length !== 1 || outer.length > 0) return this.takeEach(pending, toTake, leases, waitUntil, tally);
+    if (toTake.length !== 1 || outer.length > 0) return this.takeEach(pending, toTake, leases, waitUntil, tally, scoped);
     // One key, nothing borrowed (the common case): a plain promise chain, no async frame.
     const keysOfLock = this.store.keysFor(toTake[0]);
     return acquireOneKey(this.acquireContext, keysOfLock, token, options, waitUntil, tally).then(
       (lease) => {
         leases.push(lease);
-        return this.adopt(pending, tally);
+        return this.adopt(pending, tally, scoped);
       },
       (error: unknown) => {
         this.countFailure(error, options.name, tally);
@@ -237,7 +241,14 @@ export class LockEngine implements LockRuntime {
   }
 
   /** Several keys (or some borrowed): taken one by one in canonical order, all or nothing. */
-  private async takeEach(pending: Lock, toTake: readonly string[], leases: Lease[], waitUntil: number, tally: AcquireTally): Promise<Lock> {
+  private async takeEach(
+    pending: Lock,
+    toTake: readonly string[],
+    leases: Lease[],
+    waitUntil: number,
+    tally: AcquireTally,
+    scoped: boolean,
+  ): Promise<Lock> {
     let trying: LockKeys | undefined;
     try {
       for (const k of toTake) {
@@ -262,14 +273,14 @@ export class LockEngine implements LockRuntime {
       this.drain.acquisitionSettled();
       throw error;
     }
-    return this.adopt(pending, tally);
+    return this.adopt(pending, tally, scoped);
   }
 
   /** Every lease is taken: the lock is held from now on, unless close() began meanwhile. */
-  private adopt(lock: Lock, tally: AcquireTally): Lock | Promise<Lock> {
+  private adopt(lock: Lock, tally: AcquireTally, scoped: boolean): Lock | Promise<Lock> {
     if (this.shutdown.signal.aborted && lock.leases.length > 0) return this.giveBackDuringClose(lock);
     this.watchdog.track(lock);
-    lock.markAcquired();
+    lock.markAcquired(scoped);
     this.stats.acquired++;
     // A nested call that only borrowed held keys took nothing: not an acquisition.
     if (lock.leases.length > 0) this.recordAcquire(lock.options.name, 'acquired', tally, lock.fencingToken);
@@ -356,6 +367,7 @@ export class LockEngine implements LockRuntime {
   private leaveToLapse(): void {
     for (const lock of this.drain.held) {
       lock.stopRenewing('shutdown');
+      lock.dropDeferredRelease();
       if (lock.leases.length === 0) continue; // a nested handle: its outer lock is reported
       this.logger.error(
         `Lock "${lock.keys.join('", "')}" was still held by running work after shutdownTimeout (${this.settings.shutdownTimeout} ms). ` +

@@ -186,6 +186,7 @@ export class Lock implements LockHandle, AsyncDisposable {
     // Synchronously out of the watchdog: no renewal can be sent for this lock from here on.
     this.runtime.watchdog.untrack(this);
     this.end(RELEASED);
+    this.returnOuterKeys();
     if (this.leases.length === 0) return Promise.resolve(!wasLost && outerHeld);
     if (ranWork) this.runtime.metrics.held(this.options.name, monotonicNow() - this.heldSince);
     const keepFor = minHold > 0 ? Math.ceil(minHold - (monotonicNow() - this.heldSince)) : 0;
@@ -214,13 +215,16 @@ export class Lock implements LockHandle, AsyncDisposable {
     return new Promise((resolve) => (this.deferredRelease = { minHold, ranWork, settle: resolve }));
   }
 
-  /** @internal This handle is handed to its caller: the outer locks keep the borrowed keys until it ends. */
+  /** The outer locks keep the borrowed keys until this handle is released. */
   private borrowOuterKeys(): void {
     this.borrowing = true;
     for (const o of this.outer) o.borrowers++;
   }
 
-  /** Once, when this handle ends: an outer release that waited for it may go ahead. */
+  /**
+   * Once, when this handle is released (not when it is lost: the borrowed keys are still the outer
+   * lock's, and the nested work may still run on them): an outer release that waited for it may go ahead.
+   */
   private returnOuterKeys(): void {
     if (!this.borrowing) return;
     this.borrowing = false;
@@ -263,12 +267,26 @@ export class Lock implements LockHandle, AsyncDisposable {
 
   /**
    * @internal All keys are taken and the handle goes to its caller: `maxHold` and `minHold` count from
-   * now, and the outer locks it borrows keys from keep them until it ends.
+   * now. `scoped` (withLock and @Locked, which always release it when their callback ends): the outer
+   * locks it borrows keys from keep them until then. A bare nested acquire() borrows without holding the
+   * outer lock back: nothing obliges its caller to release a handle that took nothing.
    */
-  markAcquired(): void {
+  markAcquired(scoped: boolean): void {
     this.heldSince = monotonicNow();
     this.handedOut = true;
-    if (this.outer.length > 0) this.borrowOuterKeys();
+    if (scoped && this.outer.length > 0) this.borrowOuterKeys();
+  }
+
+  /**
+   * @internal close() stops waiting for work still running past shutdownTimeout: a release that waits
+   * for nested calls resolves false now (the connection closes; the lease lapses by TTL), so the
+   * outer withLock does not stay pending for as long as they run.
+   */
+  dropDeferredRelease(): void {
+    const deferred = this.deferredRelease;
+    if (!deferred) return;
+    this.deferredRelease = undefined;
+    deferred.settle(Promise.resolve(false));
   }
 
   /** @internal Whether the caller has it (an acquisition still waiting for later keys has not). */
@@ -371,7 +389,6 @@ export class Lock implements LockHandle, AsyncDisposable {
     if (this.endReason !== undefined) return;
     this.endReason = reason;
     this.abort(reason);
-    this.returnOuterKeys();
     this.runtime.forget(this);
   }
 

@@ -294,6 +294,44 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
         expect(await locks.isLocked('re:4')).toBe(false);
       });
 
+      it('a nested acquire() handle left unreleased does not hold the outer lock back (it took nothing)', async () => {
+        const locks = await world.service();
+        const started = performance.now();
+        const fence = await locks.withLock('re:6', async () => (await locks.acquire('re:6', { onBusy: 'throw' })).fencingToken);
+        expect(typeof fence).toBe('number');
+        expect(performance.now() - started).toBeLessThan(1_000);
+        expect(await locks.isLocked('re:6')).toBe(false);
+      });
+
+      it("a nested call whose own key is lost still keeps the outer lock's key until its callback ends", async () => {
+        const locks = await world.service({ ttl: 300 });
+        const other = await world.service();
+        let nestedStarted = false;
+        let nestedDone = false;
+        let nested: Promise<unknown> | undefined;
+        const outer = locks.withLock('re:7', async () => {
+          nested = locks
+            .withLock(['re:7', 're:8'], async () => {
+              nestedStarted = true;
+              await sleep(600);
+              nestedDone = true;
+            })
+            .catch((e: unknown) => e);
+          await until(async () => nestedStarted, 1_000); // the outer callback ends once the nested one runs
+        });
+        expect(await until(async () => nestedStarted, 1_000)).toBe(true);
+        await sleep(20); // the outer callback has ended and asked for its release
+        await world.expire('re:8'); // the nested call's own key is lost (its signal aborts), its work goes on
+        await sleep(250); // the loss is seen at the next renewal (ttl / 3); the outer callback has long ended
+        expect(nestedDone).toBe(false);
+        const intruder = await other.tryAcquire('re:7');
+        expect(intruder && `another instance entered "re:7" while the nested call still ran (fence ${intruder.fencingToken})`).toBeNull();
+        await outer;
+        await nested;
+        expect(nestedDone).toBe(true);
+        expect(await locks.isLocked('re:7')).toBe(false);
+      });
+
       it("extend() on a nested handle extends the outer lock's lease of the borrowed key", async () => {
         const locks = await world.service();
         const other = await world.service();

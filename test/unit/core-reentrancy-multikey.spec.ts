@@ -85,6 +85,22 @@ describe('LockService: multi-key locks on Redis', () => {
       expect(await suite.client.get('test:{ml:b}')).not.toBe(token);
     });
 
+    it('close() past shutdownTimeout does not leave a withLock pending whose release waits for a nested call still running', async () => {
+      const locks = await suite.pool.make({ shutdownTimeout: 300 });
+      let endNested!: () => void;
+      const nestedRuns = new Promise<void>((resolve) => (endNested = resolve));
+      const outer = locks.withLock('cl:a', async () => {
+        void locks.withLock('cl:a', () => nestedRuns).catch(() => undefined);
+      });
+      let settled = false;
+      void outer.then(() => (settled = true));
+      await sleep(50);
+      expect(settled).toBe(false); // the release waits for the nested call
+      await locks.close();
+      expect(await pollUntil(() => settled, 500, 5)).toBe(true);
+      endNested();
+    });
+
     it('give the keys taken first back at once when the wait for a later key times out', async () => {
       const TTL = 600;
       const WAIT = 900;
