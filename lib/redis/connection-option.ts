@@ -25,12 +25,22 @@ export function assertConnectionOption(where: string, option: unknown): void {
   }
 }
 
+/**
+ * Read as ioredis reads it: digits alone are a port (on localhost: refused, as `{}` is), '/path' a Unix
+ * socket, '//host:port' and 'host:port' (no scheme) a redis:// URL.
+ */
 function assertUrl(where: string, url: string): void {
-  // ioredis reads a string starting with '/' as a Unix socket path.
-  if (url.startsWith('/')) return;
+  if (/^\d+$/.test(url)) {
+    throw new LockOptionsError(
+      where,
+      `names only a port (${url}): ioredis would connect to localhost on every instance. Give the shared server's host too.`,
+    );
+  }
+  if (url.startsWith('/') && !url.startsWith('//')) return;
+  const withScheme = url.startsWith('//') ? `redis:${url}` : url.includes('://') ? url : `redis://${url}`;
   let parsed: URL;
   try {
-    parsed = new URL(url);
+    parsed = new URL(withScheme);
   } catch {
     throw new LockOptionsError(where, `expected a redis:// or rediss:// URL, got ${describeValue(url)}.`);
   }

@@ -220,6 +220,35 @@ describe('LockService against a real redis-server: acquire, release, validation'
       }
     });
 
+    it.each([
+      ['a number', 123, /expected a redis:\/\/ URL/],
+      ['true', true, /expected a redis:\/\/ URL/],
+      ['an array of URLs', ['redis://127.0.0.1:6379'], /expected a redis:\/\/ URL/],
+      ['options naming no server', {}, /names no server/],
+      ['an http URL', 'http://127.0.0.1:6379', /scheme "http:"/],
+      ['a port alone (localhost on every instance)', '6379', /names only a port/],
+      ['Sentinels that are not a list', { sentinels: 'x', name: 'm' }, /non-empty array/],
+      ['Sentinels without the primary name', { sentinels: [{ host: '127.0.0.1', port: 26379 }] }, /name of the primary/],
+    ])('refuses a redis option that is %s before connecting (ioredis would use localhost:6379, or throw a TypeError)', (_, redis, message) => {
+      const make = () => new LockService({ redis: redis as never });
+      expect(make).toThrow(LockOptionsError);
+      expect(make).toThrow(message);
+    });
+
+    it('takes the URL forms ioredis takes: host:port without a scheme, //host:port', async () => {
+      const { port } = new URL(suite.redis.url);
+      for (const redis of [`127.0.0.1:${port}`, `//127.0.0.1:${port}`]) {
+        const service = new LockService({ redis });
+        try {
+          await service.onModuleInit();
+          const lock = await service.acquire('url-forms');
+          expect(await lock.release()).toBe(true);
+        } finally {
+          await service.close();
+        }
+      }
+    });
+
     it('refuses an option it does not read (a typo would leave the default in force unseen), naming the closest', async () => {
       expect(() => new LockService({ redis: suite.redis.url, waitTimout: 10 } as never)).toThrow(
         /waitTimout": is not an option; did you mean waitTimeout\?/,
