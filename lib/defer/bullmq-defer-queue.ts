@@ -7,7 +7,7 @@ import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import type { RedisConnectionOption } from '../options/distributed-lock-module-options.interface';
 import { bullmqConnection, type BullmqConnectionRole } from '../redis/bullmq-connection';
-import { closeConnection } from '../redis/redis-connection';
+import { closeConnection, waitUntilReady } from '../redis/redis-connection';
 import type { ResolvedDeferOptions } from '../options/defer-options.interface';
 import type { LockMetrics } from '../observability/lock-metrics';
 import { monotonicNow } from '../time/clock';
@@ -17,7 +17,7 @@ import { decodeDeferredArguments, encodeDeferredArguments, type EncodedArguments
 import type { DeferQueue } from './defer-queue';
 import type { DeferredMethod } from './deferred-methods';
 import { prepareDeferKeyJob } from './defer-key-job';
-import { enqueueFailure, enqueueTimeout } from './enqueue-failure';
+import { enqueueFailure, enqueueNotSent, enqueueTimeout } from './enqueue-failure';
 import { isFinalFailure } from './final-failure';
 import { JobDrain } from './job-drain';
 import { storableResult } from './storable-result';
@@ -63,6 +63,8 @@ export class BullmqDeferQueue implements DeferQueue {
   private readonly bullmq: typeof import('bullmq');
   private readonly connections: Redis[] = [];
   private readonly queue: Queue<DeferredJobData>;
+  /** The queue's connection: an enqueue is sent only while it is ready (see add). */
+  private readonly queueConnection: Redis;
   private worker?: Worker<DeferredJobData>;
   private readonly drain = new JobDrain();
   /** Enqueues in flight: close() lets them land before closing the connection they use. */
@@ -78,7 +80,8 @@ export class BullmqDeferQueue implements DeferQueue {
     private readonly logger: Logger,
   ) {
     this.bullmq = loadBullmq();
-    this.queue = new this.bullmq.Queue<DeferredJobData>(options.queueName, { connection: this.connect('queue') });
+    this.queueConnection = this.connect('queue');
+    this.queue = new this.bullmq.Queue<DeferredJobData>(options.queueName, { connection: this.queueConnection });
     this.queue.on('error', (error) => this.logger.warn(`Defer queue "${options.queueName}": ${error.message}`));
   }
 
@@ -104,10 +107,18 @@ export class BullmqDeferQueue implements DeferQueue {
     const encoded = encodeDeferredArguments(args, method.where);
     const jobId = deferKey ? idempotentJobId(method.name, deferKey) : undefined;
     const { commandTimeout } = this.limits;
+    // BullMQ holds an add until its connection is ready, however long that takes, and our deadline cannot
+    // cancel it: an add handed over while Redis is unreachable would land whenever Redis is back, after
+    // the caller was told it failed. So it is handed over only once the connection is ready, within the bound.
+    const startedAt = monotonicNow();
+    if (this.queueConnection.status !== 'ready' && !(await waitUntilReady(this.queueConnection, commandTimeout))) {
+      throw enqueueNotSent(method.name, this.queueConnection.status, commandTimeout);
+    }
+    const left = Math.max(1, commandTimeout - (monotonicNow() - startedAt));
     let id: string;
     try {
       // Bounded like every command of the lock: a caller told "busy, deferred" must not wait on a Redis that is gone.
-      id = await withDeadline(this.store(method, encoded, jobId), commandTimeout, () => enqueueTimeout(method.name, commandTimeout));
+      id = await withDeadline(this.store(method, encoded, jobId), left, () => enqueueTimeout(method.name, commandTimeout));
     } catch (error) {
       throw enqueueFailure(method.name, error);
     }

@@ -10,6 +10,15 @@ export function enqueueTimeout(method: string, timeoutMs: number): LockConnectio
   );
 }
 
+/** The queue's connection was not ready within `timeoutMs`: nothing was handed to BullMQ, so nothing can land later. */
+export function enqueueNotSent(method: string, status: string, timeoutMs: number): LockConnectionError {
+  return new LockConnectionError(
+    `The enqueue of ${method} failed (the defer queue's connection to Redis is ${status}, not ready within ${timeoutMs} ms): ` +
+      `the call was not run here and not deferred; nothing was sent. Check that Redis is reachable, and retry the call later.`,
+    'enqueue',
+  );
+}
+
 /** The enqueue failed (Redis unreachable, or the connection dropped with it in flight). Our own errors pass through. */
 export function enqueueFailure(method: string, error: unknown): Error {
   if (error instanceof DistributedLockError) return error;

@@ -10,6 +10,10 @@ import { Queue } from 'bullmq';
 import '../harness/quiet-logs';
 import { Deferred, DistributedLockModule, LockConnectionError, LockService, Locked } from '../../lib';
 import { RedisProcess } from '../harness/redis-process';
+import { Logger } from '@nestjs/common';
+import { BullmqDeferQueue } from '../../lib/defer/bullmq-defer-queue';
+import type { DeferredMethod } from '../../lib/defer/deferred-methods';
+import { createLockMetrics } from '../../lib/observability/otel-lock-metrics';
 import { pollUntil, sleep } from '../unit/core-helpers';
 
 const COMMAND_TIMEOUT = 500;
@@ -141,6 +145,38 @@ describe("onBusy 'defer' with Redis gone", () => {
     expect(ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT - 5);
     expect(ms).toBeLessThan(COMMAND_TIMEOUT + 500);
     await held.release();
+  }, 30_000);
+
+  it('an enqueue while the queue has no connection is not sent: LockConnectionError, and nothing lands when Redis is back', async () => {
+    await redis.kill9();
+    const options = { queueName, concurrency: 1, worker: false, attempts: 1, backoff: 1_000, jobLease: 30_000 };
+    const queue = new BullmqDeferQueue(
+      options,
+      redis.url,
+      { commandTimeout: COMMAND_TIMEOUT, shutdownTimeout: SHUTDOWN_TIMEOUT },
+      createLockMetrics(),
+      new Logger('test'),
+    );
+    const method = { name: 'Work.run', where: '@Locked on Work.run', lockOptions: {} } as unknown as DeferredMethod;
+    try {
+      const started = performance.now();
+      const error = await queue.enqueue(method, ['9']).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockConnectionError);
+      expect((error as Error).message).toMatch(/enqueue of Work\.run failed .*nothing was sent/);
+      expect(performance.now() - started).toBeLessThan(COMMAND_TIMEOUT + 500);
+      await redis.restart();
+      // BullMQ held the add until its connection was ready: before, it landed now, after the caller was told it failed.
+      await sleep(1_500);
+      const check = new Queue(queueName, { connection: { host: redis.host, port: redis.port } });
+      try {
+        const counts = await check.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed');
+        expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(0);
+      } finally {
+        await check.close();
+      }
+    } finally {
+      await queue.close();
+    }
   }, 30_000);
 
   it('Redis killed while a deferred job runs: app.close() ends within its bounds', async () => {
