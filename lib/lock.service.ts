@@ -5,11 +5,10 @@ import { LockEngine } from './core/lock-engine';
 import type { LockStats } from './core/lock-stats';
 import { DISTRIBUTED_LOCK_OPTIONS } from './distributed-lock.module-definition';
 import { LockBusyError } from './errors/lock-busy.error';
-import { LockOptionsError } from './errors/lock-options.error';
-import { describeValue } from './errors/describe-value';
 import type { DistributedLockModuleOptions } from './options/distributed-lock-module-options.interface';
 import type { LockOptions, WithLockOptions } from './options/lock-options.interface';
 import type { ResolvedLockOptions } from './options/resolve-options';
+import { assertOptionsObject } from './options/validate-options';
 
 /**
  * Acquire, wait for and release distributed locks on Redis.
@@ -72,9 +71,11 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
 
   /** One attempt; `null` when the key is busy. Redis trouble still throws `LockConnectionError`. */
   tryAcquire(key: string | readonly string[], options?: Omit<LockOptions, 'onBusy' | 'waitTimeout'>): Promise<Lock | null> {
-    if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
+    try {
       // Spread below, anything would pass as "no options".
-      return Promise.reject(new LockOptionsError('tryAcquire options', `expected an options object, got ${describeValue(options)}.`));
+      if (options !== undefined) assertOptionsObject('tryAcquire options', options);
+    } catch (error) {
+      return Promise.reject(error);
     }
     return this.acquire(key, { ...options, onBusy: 'fail-fast' });
   }

@@ -238,10 +238,14 @@ export class Lock implements LockHandle, AsyncDisposable {
 
   /** The release that waited for borrowers, now (the last one ended, or the lock is lost anyway). */
   private runDeferredRelease(): void {
+    const deferred = this.takeDeferredRelease();
+    deferred?.settle(this.free(deferred.minHold, deferred.ranWork));
+  }
+
+  private takeDeferredRelease(): typeof this.deferredRelease {
     const deferred = this.deferredRelease;
-    if (!deferred) return;
     this.deferredRelease = undefined;
-    deferred.settle(this.free(deferred.minHold, deferred.ranWork));
+    return deferred;
   }
 
   /** Counts and reports what Redis said to the release. */
@@ -283,10 +287,7 @@ export class Lock implements LockHandle, AsyncDisposable {
    * outer withLock does not stay pending for as long as they run.
    */
   dropDeferredRelease(): void {
-    const deferred = this.deferredRelease;
-    if (!deferred) return;
-    this.deferredRelease = undefined;
-    deferred.settle(Promise.resolve(false));
+    this.takeDeferredRelease()?.settle(Promise.resolve(false));
   }
 
   /** @internal Whether the caller has it (an acquisition still waiting for later keys has not). */

@@ -7,7 +7,16 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import { resolveKeyPrefix } from './key-prefix';
 import { LOCK_DEFAULTS } from './lock-defaults';
 import { LOCK_OPTION_KEYS, MODULE_OPTION_KEYS, RETRY_DELAY_KEYS, assertKnownKeys } from './known-keys';
-import { assertBoolean, assertCount, assertFunctionOrUndefined, assertIntegerMs, assertLockName, assertOneOf, assertTtl } from './validate-options';
+import {
+  assertBoolean,
+  assertCount,
+  assertFunctionOrUndefined,
+  assertIntegerMs,
+  assertLockName,
+  assertOneOf,
+  assertOptionsObject,
+  assertTtl,
+} from './validate-options';
 
 /** Waiters refresh their place every third of waiterLease; below this, refreshes would be timer noise. */
 const MIN_WAITER_LEASE_MS = 30;
@@ -96,12 +105,6 @@ export function resolveLockOptions(
     );
   }
   return resolved;
-}
-
-function assertOptionsObject(where: string, value: unknown): asserts value is object {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new LockOptionsError(where, `expected an options object, got ${describeValue(value)}.`);
-  }
 }
 
 /** `lock.name` of a call that names no kind of lock: one bounded value rather than anything derived from the key. */

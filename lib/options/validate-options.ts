@@ -3,6 +3,13 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import { MAX_LOCK_NAME_LENGTH, MAX_TIMER_MS, MIN_TTL_MS } from './limits';
 
 /** Validation runs before any Redis command, so a bad value never reaches Redis. */
+/** An options object: not null, not an array (a spread or a key lookup would read either as "no options"). */
+export function assertOptionsObject(where: string, value: unknown): asserts value is object {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new LockOptionsError(where, `expected an options object, got ${describeValue(value)}.`);
+  }
+}
+
 export function assertIntegerMs(option: string, value: unknown, min: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_TIMER_MS) {
     throw new LockOptionsError(option, `expected an integer number of milliseconds from ${min} to ${MAX_TIMER_MS}, got ${describeValue(value)}.`);
