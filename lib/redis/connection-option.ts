@@ -9,7 +9,7 @@ import { isRedisClient } from './redis-connection';
  * lock in whatever Redis runs on its own host, and the instances would not exclude each other.
  */
 export function assertConnectionOption(where: string, option: unknown): void {
-  if (typeof option === 'string') return assertUrl(where, option);
+  if (typeof option === 'string') return void parseRedisUrl(where, option);
   if (isRedisClient(option)) return;
   if (typeof option !== 'object' || option === null || Array.isArray(option)) {
     throw new LockOptionsError(where, `expected a redis:// URL, ioredis options or a Redis client, got ${describeValue(option)}.`);
@@ -26,17 +26,18 @@ export function assertConnectionOption(where: string, option: unknown): void {
 }
 
 /**
- * Read as ioredis reads it: digits alone are a port (on localhost: refused, as `{}` is), '/path' a Unix
- * socket, '//host:port' and 'host:port' (no scheme) a redis:// URL.
+ * The server a URL string names, read as ioredis reads it: digits alone are a port (on localhost:
+ * refused, as `{}` is), '/path' a Unix socket (returned as is), '//host:port' and 'host:port' (no
+ * scheme) a redis:// URL. Throws LockOptionsError for anything ioredis would not read as a server.
  */
-function assertUrl(where: string, url: string): void {
+export function parseRedisUrl(where: string, url: string): URL | string {
   if (/^\d+$/.test(url)) {
     throw new LockOptionsError(
       where,
       `names only a port (${url}): ioredis would connect to localhost on every instance. Give the shared server's host too.`,
     );
   }
-  if (url.startsWith('/') && !url.startsWith('//')) return;
+  if (url.startsWith('/') && !url.startsWith('//')) return url;
   const withScheme = url.startsWith('//') ? `redis:${url}` : url.includes('://') ? url : `redis://${url}`;
   let parsed: URL;
   try {
@@ -50,6 +51,7 @@ function assertUrl(where: string, url: string): void {
       `expected a redis:// or rediss:// URL (rediss for TLS), got the scheme "${parsed.protocol}" in ${describeValue(url)}.`,
     );
   }
+  return parsed;
 }
 
 function assertSentinels(where: string, sentinels: unknown, name: unknown): void {

@@ -368,6 +368,14 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     expect(await mine[0].ping()).toBe('PONG');
   });
 
+  it('takes node URLs in the forms ioredis takes, as the redis option does: host:port without a scheme, //host:port', async () => {
+    const [a, b, c] = nodes.servers.map((server) => server.port);
+    const service = await makeService('rb8:', { nodes: [`127.0.0.1:${a}`, `//localhost:${b}`, `redis://127.0.0.1:${c}`] });
+    const lock = await service.acquire('k');
+    expect(await Promise.all(direct.map((d) => d.get('rb8:{k}')))).toEqual([lock.token, lock.token, lock.token]);
+    expect(await lock.release()).toBe(true);
+  });
+
   it("refuses at startup a node that is a Redis Cluster member given by URL (one Cluster's nodes are not independent)", async () => {
     const clusterNode = await RedisProcess.start({ args: ['--cluster-enabled', 'yes'] });
     try {

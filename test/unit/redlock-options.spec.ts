@@ -27,7 +27,14 @@ describe('Redlock options (nodes)', () => {
     ['not an array', { nodes: 'redis://10.0.0.1:6379' }, 'nodes', /expected an array/],
     ['both redis and nodes', { redis: 'redis://10.0.0.9:6379', nodes: three }, 'nodes', /both set.*not both/],
     ['a non-URL entry', { nodes: [three[0], three[1], 42] }, 'nodes[2]', /expected a redis:\/\/ URL/],
-    ['a URL of another scheme', { nodes: [three[0], three[1], 'http://10.0.0.3'] }, 'nodes[2]', /expected a redis:\/\/ URL/],
+    ['a URL of another scheme', { nodes: [three[0], three[1], 'http://10.0.0.3'] }, 'nodes[2]', /scheme "http:"/],
+    ['a port alone (localhost on every instance)', { nodes: [three[0], three[1], '6379'] }, 'nodes[2]', /names only a port/],
+    [
+      'the same server twice (host:port without a scheme vs URL)',
+      { nodes: [three[0], three[1], '10.0.0.1:6379'] },
+      'nodes[2]',
+      /points to 10\.0\.0\.1:6379, like nodes\[0\]/,
+    ],
     [
       'the same server twice (URL)',
       { nodes: [three[0], three[1], 'redis://10.0.0.1'] },

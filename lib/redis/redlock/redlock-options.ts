@@ -3,7 +3,7 @@ import { describeValue } from '../../errors/describe-value';
 import type { DistributedLockModuleOptions, RedisConnectionOption } from '../../options/distributed-lock-module-options.interface';
 import type { ResolvedModuleOptions } from '../../options/resolve-options';
 import { assertIntegerMs } from '../../options/validate-options';
-import { assertConnectionOption } from '../connection-option';
+import { assertConnectionOption, parseRedisUrl } from '../connection-option';
 import { isClusterClient, isRedisClient } from '../redis-connection';
 
 /** What the Redlock backend reads beyond the common settings. */
@@ -61,9 +61,9 @@ export function resolveRedlockSettings(options: DistributedLockModuleOptions, se
           "so its nodes are not independent. Pass the Cluster as 'redis' instead, or separate standalone servers as 'nodes'.",
       );
     }
-    // ioredis options must name a server (and Sentinel options be complete); URLs and clients are read below.
-    if (typeof node === 'object' && node !== null && !isRedisClient(node)) assertConnectionOption(`nodes[${i}]`, node);
-    const address = addressOf(node);
+    // URLs as ioredis reads them (host:port without a scheme too), options that name a server, complete Sentinel options.
+    if (!isRedisClient(node)) assertConnectionOption(`nodes[${i}]`, node);
+    const address = addressOf(`nodes[${i}]`, node);
     if (address === undefined) {
       throw new LockOptionsError(`nodes[${i}]`, `expected a redis:// URL, ioredis options or a Redis client, got ${describeValue(node)}.`);
     }
@@ -97,16 +97,10 @@ export function resolveRedlockSettings(options: DistributedLockModuleOptions, se
 }
 
 /** `host:port` of a node entry (localhost written 127.0.0.1), or undefined when it is none of the accepted forms. */
-function addressOf(node: unknown): string | undefined {
+function addressOf(where: string, node: unknown): string | undefined {
   if (typeof node === 'string') {
-    let url: URL;
-    try {
-      url = new URL(node);
-    } catch {
-      return undefined;
-    }
-    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return undefined;
-    return normalize(url.hostname, url.port ? Number(url.port) : 6379);
+    const url = parseRedisUrl(where, node);
+    return typeof url === 'string' ? url : normalize(url.hostname, url.port ? Number(url.port) : 6379);
   }
   if (isRedisClient(node)) {
     const o = (node as { options?: { host?: string; port?: number; path?: string } }).options ?? {};
