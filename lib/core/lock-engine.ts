@@ -260,6 +260,8 @@ export class LockEngine implements LockRuntime {
       }
       // Keys taken early (and borrowed ones) may have aged while we waited for the rest.
       if (toTake.length > 0 && !pending.isHeld()) {
+        const outerEnded = pending.outerEnded();
+        if (outerEnded) throw outerEnded;
         throw new LockConnectionError(`The first keys of "${pending.keys.join('", "')}" expired while waiting for the rest.`, 'acquire');
       }
     } catch (error) {

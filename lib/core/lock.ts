@@ -405,7 +405,26 @@ export class Lock implements LockHandle, AsyncDisposable {
     const reason = this.endReason;
     if (reason instanceof LockLostError) throw reason;
     for (const o of this.outer) o.assertHeld();
-    throw new LockLostError(this.key, 'expired', 'the lock was already released');
+    throw new LockLostError(this.key, 'not-owner', 'it was released by this process before this call; acquire it again to hold it');
+  }
+
+  /**
+   * @internal For an acquisition in progress that borrows keys (a nested call): why an outer lock it
+   * borrows from ended while it waited for its own keys, or undefined while they are all held. A nested
+   * call counts as a borrower only once it has every key, so an outer callback that ends first releases.
+   */
+  outerEnded(): LockLostError | undefined {
+    const ended = this.outer.find((o) => !o.isHeld());
+    if (!ended) return undefined;
+    const cause = ended.endReason instanceof LockLostError ? ended.endReason : undefined;
+    const how = cause ? `was lost (${cause.reason})` : 'was released (its withLock/@Locked callback ended)';
+    return new LockLostError(
+      this.key,
+      cause?.reason ?? 'not-owner',
+      `the outer lock "${ended.key}" this nested call borrows keys from ${how} before this call had all its keys; nothing ran under it, ` +
+        'and the keys it took are given back. Await nested lock calls inside the callback that holds the outer lock',
+      { cause },
+    );
   }
 }
 

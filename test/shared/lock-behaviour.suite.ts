@@ -351,6 +351,42 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
         expect(await locks.isLocked('re:5')).toBe(false);
       });
 
+      it('a nested multi-key call still waiting for its own key when the outer callback ends fails with LockLostError naming the outer release, and never runs', async () => {
+        const locks = await world.service();
+        const other = await world.service();
+        const blocker = await other.acquire('re:10');
+        let ran = false;
+        let nested: Promise<unknown> | undefined;
+        await locks.withLock('re:9', async () => {
+          nested = locks
+            .withLock(
+              ['re:9', 're:10'],
+              () => {
+                ran = true;
+              },
+              { waitTimeout: 5_000 },
+            )
+            .catch((e: unknown) => e);
+          expect(await until(async () => (await world.waiting('re:10')) === 1)).toBe(true);
+        });
+        // The outer lock is released (nothing borrowed it yet); the nested call gets its own key only now.
+        await blocker.release();
+        const error = (await nested) as LockLostError;
+        expect(ran).toBe(false);
+        expect(error).toBeInstanceOf(LockLostError);
+        expect(error.message).toMatch(/outer lock "re:9" .* was released .* before this call had all its keys; nothing ran under it/);
+        expect(await until(async () => !(await locks.isLocked('re:10')))).toBe(true);
+      });
+
+      it('extend() after release() says the lock was released and to acquire it again', async () => {
+        const locks = await world.service();
+        const lock = await locks.acquire('re:11');
+        await lock.release();
+        const error = (await lock.extend().catch((e: unknown) => e)) as LockLostError;
+        expect(error).toBeInstanceOf(LockLostError);
+        expect(error.message).toMatch(/was released by this process before this call; acquire it again/);
+      });
+
       it('currentLock() is the lock inside withLock and does not leak into concurrent unrelated work', async () => {
         const locks = await world.service();
         let release!: () => void;
