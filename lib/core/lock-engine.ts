@@ -46,7 +46,7 @@ export class LockEngine implements LockRuntime {
   readonly logger = new Logger('DistributedLock');
   readonly stats: LockStats = emptyStats();
   /** OpenTelemetry metrics and spans when `@opentelemetry/api` is installed; records nothing otherwise. */
-  readonly metrics: LockMetrics = createLockMetrics();
+  readonly metrics: LockMetrics = createLockMetrics((message) => this.logger.error(message));
   readonly settings: ResolvedModuleOptions;
 
   private readonly backend: LockBackend;
@@ -259,11 +259,8 @@ export class LockEngine implements LockRuntime {
         this.watchdog.track(pending);
       }
       // Keys taken early (and borrowed ones) may have aged while we waited for the rest.
-      if (toTake.length > 0 && !pending.isHeld()) {
-        const outerEnded = pending.outerEnded();
-        if (outerEnded) throw outerEnded;
-        throw new LockConnectionError(`The first keys of "${pending.keys.join('", "')}" expired while waiting for the rest.`, 'acquire');
-      }
+      const incomplete = toTake.length > 0 ? pending.incomplete(monotonicNow() - tally.startedAt, tally.attempts) : undefined;
+      if (incomplete) throw incomplete;
     } catch (error) {
       this.countFailure(error, pending.options.name, tally);
       this.watchdog.untrack(pending);

@@ -1,4 +1,6 @@
+import { LockConnectionError } from '../errors/lock-connection.error';
 import { LockLostError, LockLostReason } from '../errors/lock-lost.error';
+import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { monotonicNow } from '../time/clock';
 import { nextTurn } from '../time/sleep';
 import { expiryCallSent, Lease, renewLease } from './lease';
@@ -195,7 +197,7 @@ export class Lock implements LockHandle, AsyncDisposable {
     else freeing = this.leases.length === 1 ? this.releaseOne(this.leases[0]) : this.releaseAll();
     // A promise chain rather than an async method: one frame less on every release.
     return freeing.then(
-      (ok) => this.released(ok),
+      (ok) => this.released(ok, ranWork),
       (error: unknown) => {
         this.runtime.stats.connectionErrors++;
         throw error;
@@ -248,12 +250,13 @@ export class Lock implements LockHandle, AsyncDisposable {
     return deferred;
   }
 
-  /** Counts and reports what Redis said to the release. */
-  private released(ok: boolean): boolean {
+  /** Counts and reports what Redis said to the release (of a grant given back unused: nothing to report). */
+  private released(ok: boolean, ranWork: boolean): boolean {
     if (ok) {
       this.runtime.stats.released++;
       return true;
     }
+    if (!ranWork) return false;
     this.runtime.stats.releaseFailures++;
     this.runtime.metrics.releaseValidationFailed(this.options.name);
     this.runtime.logger.warn(
@@ -340,17 +343,18 @@ export class Lock implements LockHandle, AsyncDisposable {
     if (this.state !== 'held') return;
     this.state = 'lost';
     this.runtime.watchdog.untrack(this);
-    this.runtime.stats.lost++;
-    this.runtime.metrics.lost(this.options.name, reason);
     const error = new LockLostError(this.key, reason, detail, { cause });
     this.end(error);
     this.runDeferredRelease();
     // Renewals sent before the loss may still sit in a frozen Redis and extend the key once more when
     // it thaws; an owner-checked clean-up queued behind them gives the key back as soon as it does.
     for (const lease of this.leases) this.runtime.store.abandonQuietly(lease.keys, this.token);
-    this.runtime.logger.warn(error.message);
-    // A multi-key acquisition that lost its first keys while waiting fails instead: no caller to tell.
+    // A multi-key acquisition that lost its first keys while waiting fails instead (see incomplete()):
+    // no caller to tell and no work that ran, so no loss to count or warn about.
     if (!this.handedOut) return;
+    this.runtime.stats.lost++;
+    this.runtime.metrics.lost(this.options.name, reason);
+    this.runtime.logger.warn(error.message);
     const reportCallbackError = (callbackError: unknown) =>
       this.runtime.logger.error(`onLockLost threw: ${(callbackError as Error)?.message ?? String(callbackError)}`);
     try {
@@ -409,21 +413,43 @@ export class Lock implements LockHandle, AsyncDisposable {
   }
 
   /**
-   * @internal For an acquisition in progress that borrows keys (a nested call): why an outer lock it
-   * borrows from ended while it waited for its own keys, or undefined while they are all held. A nested
-   * call counts as a borrower only once it has every key, so an outer callback that ends first releases.
+   * @internal For an acquisition that has taken every key but is no longer whole, the error it fails
+   * with (undefined while whole): nothing ran under it, and the engine gives back what it took.
+   * - an outer lock it borrows keys from ended while it waited for its own: a nested call counts as a
+   *   borrower only once it has every key, so an outer callback that ends first releases;
+   * - a key it took first ran out while it waited for a later one: with the watchdog off, its ttl was
+   *   shorter than the wait (a timeout, with what to change); with it on, renewals failed.
    */
-  outerEnded(): LockLostError | undefined {
+  incomplete(waitedMs: number, attempts: number): Error | undefined {
+    if (this.isHeld()) return undefined;
     const ended = this.outer.find((o) => !o.isHeld());
-    if (!ended) return undefined;
-    const cause = ended.endReason instanceof LockLostError ? ended.endReason : undefined;
-    const how = cause ? `was lost (${cause.reason})` : 'was released (its withLock/@Locked callback ended)';
-    return new LockLostError(
-      this.key,
-      cause?.reason ?? 'not-owner',
-      `the outer lock "${ended.key}" this nested call borrows keys from ${how} before this call had all its keys; nothing ran under it, ` +
-        'and the keys it took are given back. Await nested lock calls inside the callback that holds the outer lock',
-      { cause },
+    if (ended) {
+      const cause = ended.endReason instanceof LockLostError ? ended.endReason : undefined;
+      const how = cause ? `was lost (${cause.reason})` : 'was released (its withLock/@Locked callback ended)';
+      return new LockLostError(
+        this.key,
+        cause?.reason ?? 'not-owner',
+        `the outer lock "${ended.key}" this nested call borrows keys from ${how} before this call had all its keys; nothing ran under it, ` +
+          'and the keys it took are given back. Await nested lock calls inside the callback that holds the outer lock',
+        { cause },
+      );
+    }
+    const loss = this.endReason instanceof LockLostError ? this.endReason : undefined;
+    const keys = `"${this.keys.join('", "')}"`;
+    if (loss?.reason === 'expired' && !this.options.watchdog) {
+      return new LockTimeoutError(
+        this.keys[this.keys.length - 1],
+        waitedMs,
+        attempts,
+        `the keys of ${keys} taken first ran out (ttl ${this.options.ttl} ms, watchdog off) while the rest were still held elsewhere; ` +
+          'nothing ran under the lock and the keys taken were given back. Use a ttl longer than waitTimeout, or keep the watchdog on',
+      );
+    }
+    return new LockConnectionError(
+      `The keys of ${keys} taken first were lost while waiting for the rest${loss ? ` (${loss.reason})` : ''}; ` +
+        'nothing ran under the lock and the keys taken were given back.',
+      'acquire',
+      { cause: loss },
     );
   }
 }

@@ -3,6 +3,7 @@ import type { Attributes, Counter, Histogram, Meter, MeterProvider, Tracer, Trac
 import type { LockLostReason } from '../errors/lock-lost.error';
 import type { AcquireRecord, DeferOutcome, LockMetrics, RenewalOutcome } from './lock-metrics';
 import { NO_LOCK_METRICS } from './lock-metrics';
+import { isolatedLockMetrics } from './isolated-lock-metrics';
 import { OpenTelemetryApi, loadOpenTelemetryApi } from './otel-api';
 
 /** Meter and tracer name: the package name (checked against package.json by test/unit/lock-metrics.spec.ts). */
@@ -143,8 +144,11 @@ class OpenTelemetryLockMetrics implements LockMetrics {
 /** Monotonic ms (performance.now()) to wall-clock epoch ms, as span times expect. */
 const epochMs = (monotonicMs: number) => performance.timeOrigin + monotonicMs;
 
-/** The engine's metrics: recorded through OpenTelemetry when `@opentelemetry/api` is installed, nothing otherwise. */
-export function createLockMetrics(): LockMetrics {
+/**
+ * The engine's metrics: recorded through OpenTelemetry when `@opentelemetry/api` is installed (a failure
+ * of the user's telemetry is reported through `report` and never reaches a lock call), nothing otherwise.
+ */
+export function createLockMetrics(report: (message: string) => void): LockMetrics {
   const api = loadOpenTelemetryApi();
-  return api ? new OpenTelemetryLockMetrics(api) : NO_LOCK_METRICS;
+  return api ? isolatedLockMetrics(new OpenTelemetryLockMetrics(api), report) : NO_LOCK_METRICS;
 }

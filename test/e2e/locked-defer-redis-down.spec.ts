@@ -154,7 +154,7 @@ describe("onBusy 'defer' with Redis gone", () => {
       options,
       redis.url,
       { commandTimeout: COMMAND_TIMEOUT, shutdownTimeout: SHUTDOWN_TIMEOUT },
-      createLockMetrics(),
+      createLockMetrics(() => undefined),
       new Logger('test'),
     );
     const method = { name: 'Work.run', where: '@Locked on Work.run', lockOptions: {} } as unknown as DeferredMethod;

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { LockConnectionError, LockTimeoutError } from '../../lib';
 import { pollUntil, redisSuite, sleep } from './core-helpers';
 
@@ -77,12 +78,40 @@ describe('LockService: multi-key locks on Redis', () => {
       const token = await queuedToken('ml:b');
       expect(await suite.client.get('test:{ml:a}')).toBe(token);
       await suite.client.set('test:{ml:a}', 'someone-else', 'PX', 10_000); // ml:a changes hands under the waiting acquisition
-      expect(await pollUntil(() => multi.getStats().lost === 1, 1_000, 5)).toBe(true);
+      await sleep(350); // the watchdog's renewals (every ttl / 3) find another owner
       expect(await b.release()).toBe(true);
       const error = await failing;
       expect(error).toBeInstanceOf(LockConnectionError);
+      expect((error as Error).message).toMatch(/"ml:a", "ml:b" taken first were lost while waiting for the rest \(not-owner\); nothing ran/);
       expect(lost).toEqual([]);
+      // Not a held lock lost, nor a release that found its lease gone: nobody held it.
+      expect(multi.getStats()).toMatchObject({ lost: 0, releaseFailures: 0 });
       expect(await suite.client.get('test:{ml:b}')).not.toBe(token);
+    });
+
+    it('fail with LockTimeoutError saying what to change when, watchdog off, the first key ran out while a later one stayed held', async () => {
+      const holder = await suite.pool.make();
+      const multi = await suite.pool.make();
+      const warnings = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      try {
+        const b = await holder.acquire('mt:b', { ttl: 10_000 });
+        const failing = multi.acquire(['mt:a', 'mt:b'], { ttl: 200, watchdog: false, waitTimeout: 2_000 }).catch((e: Error) => e);
+        const token = await queuedToken('mt:b');
+        expect(await suite.client.get('test:{mt:a}')).toBe(token);
+        await sleep(500); // mt:a's 200 ms lease runs out: the fault
+        expect(await suite.client.exists('test:{mt:a}')).toBe(0);
+        expect(await b.release()).toBe(true);
+        const error = await failing;
+        expect(error).toBeInstanceOf(LockTimeoutError);
+        expect((error as Error).message).toMatch(
+          /taken first ran out \(ttl 200 ms, watchdog off\).*Use a ttl longer than waitTimeout, or keep the watchdog on/,
+        );
+        expect(multi.getStats()).toMatchObject({ lost: 0, releaseFailures: 0 });
+        expect(warnings.mock.calls.map(([m]) => String(m)).filter((m) => /Stop the guarded work|outlived its lease/.test(m))).toEqual([]);
+        expect(await pollUntil(async () => (await suite.client.exists('test:{mt:b}')) === 0, 500)).toBe(true);
+      } finally {
+        warnings.mockRestore();
+      }
     });
 
     it('close() past shutdownTimeout does not leave a withLock pending whose release waits for a nested call still running', async () => {
