@@ -5,7 +5,8 @@ import type { Queue } from 'bullmq';
  * add with an existing job id by returning that job, whatever its state, which is what makes repeated
  * defers one job while it is pending, or completed within the window. Two states would make a repeat a
  * call that never runs:
- * - failed for good (the failed set keeps its id): the job is retried, with all its attempts again. It
+ * - failed for good (the failed set keeps its id): the job is retried, with all its attempts again (BullMQ 6;
+ *   BullMQ 5's retry takes no options and keeps the attempts used, so there it runs once more). It
  *   keeps its id and its history (earlier failures in its stacktrace) and runs with its first call's
  *   arguments; 'retried' tells the caller not to enqueue.
  * - completed longer ago than the window: BullMQ removes old completed jobs only when another job
