@@ -1,7 +1,7 @@
 import Redis, { type RedisOptions } from 'ioredis';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import type { RedisConnectionOption } from '../options/distributed-lock-module-options.interface';
-import { connectionDefaults } from './redis-connection';
+import { connectionDefaults, sentinelDefaults } from './redis-connection';
 
 /**
  * What a BullMQ connection is for. The worker's needs `maxRetriesPerRequest: null` (BullMQ's blocking
@@ -22,5 +22,5 @@ export function bullmqConnection(option: RedisConnectionOption, role: BullmqConn
     );
   }
   if (typeof client.duplicate === 'function') return client.duplicate(overrides) as Redis;
-  return new Redis({ ...(option as RedisOptions), ...overrides });
+  return new Redis({ ...sentinelDefaults(option), ...(option as RedisOptions), ...overrides });
 }

@@ -51,10 +51,22 @@ export function connectionDefaults(commandTimeout: number): RedisOptions {
   };
 }
 
+/**
+ * For a primary found through Sentinels: follow a failover as soon as the Sentinels announce it
+ * (ioredis' `failoverDetector`, off by default, subscribes to their +switch-master). Without it a
+ * connection made before a planned failover (SENTINEL FAILOVER) stays on the old primary, which keeps
+ * taking writes as a master for seconds after the replica was promoted: a service connected before
+ * would grant a key there that a service connected after is granted on the new primary. An explicit
+ * `failoverDetector` in your options wins.
+ */
+export function sentinelDefaults(option: object): RedisOptions {
+  return 'sentinels' in option && option.sentinels !== undefined ? { failoverDetector: true } : {};
+}
+
 export function createRedisConnection(option: RedisConnectionOption, commandTimeout: number): RedisConnection {
   if (isRedisClient(option)) return { client: option, owned: false };
   const defaults = connectionDefaults(commandTimeout);
-  const client = typeof option === 'string' ? new Redis(option, defaults) : new Redis({ ...defaults, ...option });
+  const client = typeof option === 'string' ? new Redis(option, defaults) : new Redis({ ...defaults, ...sentinelDefaults(option), ...option });
   return { client, owned: true };
 }
 

@@ -8,7 +8,7 @@
  * master.
  */
 import { LockConnectionError } from '../../lib';
-import { checkHistory } from '../harness/history';
+import { checkHistory, Section } from '../harness/history';
 import { SentinelGroup } from '../harness/sentinel-group';
 import { LockContenders } from './workers/support/lock-contenders';
 import { sentinelSuite } from './workers/support/sentinel-suite';
@@ -111,6 +111,44 @@ describe('T6 Sentinel failover', () => {
     expect(history.overlaps).toEqual([]);
     expect(history.fenceViolations).toEqual([]);
     expect(history.sections).toBe(contenders.grants.length);
+  });
+
+  it('(c) a planned failover (SENTINEL FAILOVER): a service connected before follows it at once, never granting on the old primary while it is still a writable master', async () => {
+    t6.group = await SentinelGroup.start({ replicas: 1 });
+    const before = await t6.makeService({ redis: t6.group.clientOptions(), ttl: 5_000 });
+    const oldPort = t6.group.master.port;
+    expect(await before.tryAcquire('c:warm').then((l) => l?.release())).toBe(true); // connected to the old primary
+    await t6.group.sentinels[0].client().call('SENTINEL', 'FAILOVER', t6.group.name);
+    const newPort = await t6.group.waitForFailover(oldPort, FAILOVER_BOUND_MS);
+    expect(newPort).toBe(t6.group.replicas[0].port);
+    const after = await t6.makeService({ redis: t6.group.clientOptions(), ttl: 5_000 }); // connects to the new primary
+    const sections: Section[] = [];
+    let doubleGrants = 0;
+    let rounds = 0;
+    let oldStillWritableMaster = 0;
+    const stamp = () => process.hrtime.bigint().toString();
+    const until = hrMs() + 2_500;
+    while (hrMs() < until) {
+      rounds++;
+      // The fault: Sentinel reconfigures the old primary as a replica only seconds after the promotion.
+      if (((await t6.group.clientOf(oldPort).call('ROLE')) as string[])[0] === 'master') oldStillWritableMaster++;
+      const a = await before.tryAcquire('c:key').catch(() => null);
+      const aAt = stamp();
+      const b = await after.tryAcquire('c:key').catch(() => null);
+      const bAt = stamp();
+      await sleep(20);
+      for (const [lock, worker, enterAt] of [[a, 'before', aAt], [b, 'after', bAt]] as const) {
+        if (lock) sections.push({ worker, key: 'c:key', fence: lock.fencingToken, enterAt, exitAt: stamp() });
+      }
+      if (a && b) doubleGrants++;
+      await Promise.all([a?.release(), b?.release()].map((p) => p?.catch(() => false)));
+      await sleep(50);
+    }
+    console.log(`T6 (c) ${rounds} rounds, old primary still a master in ${oldStillWritableMaster}; double grants ${doubleGrants}`);
+    expect(oldStillWritableMaster).toBeGreaterThan(0);
+    expect(sections.some((s) => s.worker === 'before')).toBe(true); // it works again, on the new primary
+    expect(doubleGrants).toBe(0);
+    expect(checkHistory(sections).overlaps).toEqual([]);
   });
 });
 
