@@ -2,13 +2,14 @@ import { ArgumentsHost, Catch, ExceptionFilter, Injectable } from '@nestjs/commo
 import { HttpAdapterHost } from '@nestjs/core';
 import { LockBusyError } from '../errors/lock-busy.error';
 import { LockConnectionError } from '../errors/lock-connection.error';
+import { LockKeyError } from '../errors/lock-key.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { leaveToNestOutsideHttp } from './leave-to-nest-outside-http';
 import { lockHttpAnswer, setResponseHeader } from './lock-http-answer';
 
 /**
- * The 409/503 answers of the module's interceptor, for lock errors thrown where no interceptor runs:
+ * The 409/503/400 answers of the module's interceptor, for lock errors thrown where no interceptor runs:
  * guards and middleware (and handlers, when `httpErrors: false`). Answers directly, on Express and
  * Fastify:
  *
@@ -20,7 +21,7 @@ import { lockHttpAnswer, setResponseHeader } from './lock-http-answer';
  * Outside HTTP (microservices, WebSockets) the filter steps aside: the client gets Nest's own default
  * answer, as without the filter, never the lock error (see `leaveToNestOutsideHttp`).
  */
-@Catch(LockBusyError, LockTimeoutError, LockConnectionError, LockServiceClosedError)
+@Catch(LockBusyError, LockTimeoutError, LockConnectionError, LockServiceClosedError, LockKeyError)
 @Injectable()
 export class LockHttpErrorsFilter implements ExceptionFilter {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
@@ -31,7 +32,7 @@ export class LockHttpErrorsFilter implements ExceptionFilter {
     // Unreachable: @Catch lists only errors that lockHttpAnswer answers.
     if (!answer) throw error;
     const response: unknown = host.switchToHttp().getResponse();
-    setResponseHeader(response, 'Retry-After', String(answer.retryAfterSeconds));
+    if (answer.retryAfterSeconds !== undefined) setResponseHeader(response, 'Retry-After', String(answer.retryAfterSeconds));
     this.adapterHost.httpAdapter.reply(response, answer.exception.getResponse(), answer.exception.getStatus());
     return undefined;
   }
