@@ -1,7 +1,7 @@
 /**
- * The name of the lock a `LockBusyError`/`LockTimeoutError` is about, as an HTTP answer may show it:
- * the `@Locked` template (`'user:<0>'`), never the resolved key, which can carry user data (an
- * e-mail address). Kept beside the error, not in it, so the error itself stays as thrown.
+ * The name of the lock a `LockBusyError`/`LockTimeoutError`/`LockKeyError` is about, as an HTTP answer may
+ * show it: the `@Locked` template (`'user:<0>'`), never the resolved key or the value that made it, which
+ * can carry user data (an e-mail address). Kept beside the error, not in it, so the error itself stays as thrown.
  */
 const names = new WeakMap<object, string>();
 

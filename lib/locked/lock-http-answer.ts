@@ -1,6 +1,7 @@
-import { ConflictException, HttpException, ServiceUnavailableException } from '@nestjs/common';
+import { BadRequestException, ConflictException, HttpException, ServiceUnavailableException } from '@nestjs/common';
 import { LockBusyError } from '../errors/lock-busy.error';
 import { LockConnectionError } from '../errors/lock-connection.error';
+import { LockKeyError } from '../errors/lock-key.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { lockNameOf } from './lock-error-names';
@@ -16,13 +17,14 @@ export const LOCK_RETRY_AFTER_SECONDS = 1;
 /** How an HTTP client is answered for a lock error: the exception (original error as `cause`) and its `Retry-After`. */
 export interface LockHttpAnswer {
   exception: HttpException;
-  retryAfterSeconds: number;
+  /** Absent when the same request can never succeed (400): a retry is pointless. */
+  retryAfterSeconds?: number;
 }
 
 /**
- * The HTTP answer for a lock error, or undefined for any other error. A 409 body names the lock by its
- * `@Locked` template (`resource: 'user:<0>'`), never by the resolved key, which can carry user data
- * (an e-mail address); the key stays on the server, in `exception.cause`.
+ * The HTTP answer for a lock error, or undefined for any other error. A 409 or 400 body names the lock by
+ * its `@Locked` template (`resource: 'user:<0>'`), never by the resolved key or the value that made it,
+ * which can carry user data (an e-mail address); they stay on the server, in `exception.cause`.
  */
 export function lockHttpAnswer(error: unknown): LockHttpAnswer | undefined {
   if (error instanceof LockBusyError || error instanceof LockTimeoutError) {
@@ -41,6 +43,7 @@ export function lockHttpAnswer(error: unknown): LockHttpAnswer | undefined {
     };
     return { exception: new ConflictException(body, { cause: error }), retryAfterSeconds: LOCK_RETRY_AFTER_SECONDS };
   }
+  if (error instanceof LockKeyError) return invalidKey(error);
   if (error instanceof LockServiceClosedError) return unavailable('This instance is shutting down; retry on another.', 'acquire', error);
   if (error instanceof LockConnectionError) return unavailable('The lock store is unreachable; retry later.', error.operation, error);
   return undefined;
@@ -83,6 +86,27 @@ export function pinResponseStatus(response: unknown, status: number): void {
       return (original as (s: number) => unknown).call(this, status);
     };
   }
+}
+
+/**
+ * 400: the key of a lock could not be made from the request (a value missing, empty, an object, too long), so
+ * the method did not run. Almost always the client's input, which Nest answers 400 too (ValidationPipe), and, like
+ * every HttpException, not logged by Nest: a stack per bad request would be noise. The programmer's share, a
+ * template that cannot resolve, is refused at startup (syntax, a parameter the method does not declare); only
+ * a misspelt property path (`<0.emial>`) is left to show as a 400 on every request. No `Retry-After`: the same
+ * request fails again. The message says what a key part may be, never the value received.
+ */
+function invalidKey(error: LockKeyError): LockHttpAnswer {
+  const name = lockNameOf(error);
+  const lock = name === undefined ? 'a lock this request needs' : `the lock "${name}"`;
+  const body = {
+    statusCode: 400,
+    error: 'Bad Request',
+    message: `The key of ${lock} cannot be made from this request: a value it is built from is missing, empty, too long or not a valid key part (a string or a number).`,
+    ...(name === undefined ? {} : { resource: name }),
+    reason: 'invalid-key',
+  };
+  return { exception: new BadRequestException(body, { cause: error }) };
 }
 
 /** 503: another instance (or this one, a little later) can serve the retry. */

@@ -1,14 +1,15 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { throwError } from 'rxjs';
 import { LockBusyError } from '../errors/lock-busy.error';
 import { LockConnectionError } from '../errors/lock-connection.error';
+import { LockKeyError } from '../errors/lock-key.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
+import { leaveToNestOutsideHttp } from './leave-to-nest-outside-http';
 import { lockHttpAnswer, setResponseHeader } from './lock-http-answer';
 
 /**
- * The 409/503 answers of the module's interceptor, for lock errors thrown where no interceptor runs:
+ * The 409/503/400 answers of the module's interceptor, for lock errors thrown where no interceptor runs:
  * guards and middleware (and handlers, when `httpErrors: false`). Answers directly, on Express and
  * Fastify:
  *
@@ -17,18 +18,21 @@ import { lockHttpAnswer, setResponseHeader } from './lock-http-answer';
  * // or in a module: providers: [{ provide: APP_FILTER, useClass: LockHttpErrorsFilter }]
  * ```
  *
- * Outside HTTP (microservices, WebSockets) the error is passed on unchanged.
+ * Outside HTTP (microservices, WebSockets) the filter steps aside: the client gets Nest's own default
+ * answer, as without the filter, never the lock error (see `leaveToNestOutsideHttp`).
  */
-@Catch(LockBusyError, LockTimeoutError, LockConnectionError, LockServiceClosedError)
+@Catch(LockBusyError, LockTimeoutError, LockConnectionError, LockServiceClosedError, LockKeyError)
 @Injectable()
 export class LockHttpErrorsFilter implements ExceptionFilter {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 
   catch(error: unknown, host: ArgumentsHost): unknown {
+    if (host.getType() !== 'http') return leaveToNestOutsideHttp(error, host);
     const answer = lockHttpAnswer(error);
-    if (host.getType() !== 'http' || !answer) return throwError(() => error);
+    // Unreachable: @Catch lists only errors that lockHttpAnswer answers.
+    if (!answer) throw error;
     const response: unknown = host.switchToHttp().getResponse();
-    setResponseHeader(response, 'Retry-After', String(answer.retryAfterSeconds));
+    if (answer.retryAfterSeconds !== undefined) setResponseHeader(response, 'Retry-After', String(answer.retryAfterSeconds));
     this.adapterHost.httpAdapter.reply(response, answer.exception.getResponse(), answer.exception.getStatus());
     return undefined;
   }

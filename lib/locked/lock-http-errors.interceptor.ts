@@ -8,7 +8,8 @@ import { lockHttpAnswer, pinResponseStatus, setResponseHeader } from './lock-htt
  * Registered globally by `DistributedLockModule` (APP_INTERCEPTOR); off with `httpErrors: false`. In
  * HTTP handlers only, turns `LockBusyError`/`LockTimeoutError` into 409 Conflict and
  * `LockConnectionError` (or a service that is shutting down, `LockServiceClosedError`: another
- * instance can serve the retry) into 503, with `Retry-After` and a JSON body naming the lock by its
+ * instance can serve the retry) into 503, both with `Retry-After`, and `LockKeyError` (no valid key
+ * could be made from the request) into 400 Bad Request; each with a JSON body naming the lock by its
  * template, never by its key. It converts to standard `HttpException`s (original error as `cause`)
  * instead of answering itself, so the application's own exception filters still see and format
  * them, on Express and Fastify alike. It locks nothing: the lock is the `@Locked` wrapper's alone.
@@ -30,7 +31,9 @@ export class LockHttpErrorsInterceptor implements NestInterceptor {
       catchError((error: unknown) => {
         const answer = lockHttpAnswer(error);
         if (!answer) return throwError(() => error);
-        setResponseHeader(context.switchToHttp().getResponse(), 'Retry-After', String(answer.retryAfterSeconds));
+        if (answer.retryAfterSeconds !== undefined) {
+          setResponseHeader(context.switchToHttp().getResponse(), 'Retry-After', String(answer.retryAfterSeconds));
+        }
         return throwError(() => answer.exception);
       }),
     );

@@ -5,7 +5,7 @@ import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import type { WithLockOptions } from '../options/lock-options.interface';
-import { invokeOriginal, nameOwnBusyError, type LockedMethod } from './locked-invocation';
+import { invokeOriginal, nameOwnBusyError, resolveCallKeys, type LockedMethod } from './locked-invocation';
 import { lockServiceOf } from './lock-service-of';
 
 /** The fail-fast fallback of a deferring call: only this call's own busy key resolves to it. */
@@ -26,8 +26,8 @@ export async function invokeDeferring(m: LockedMethod, d: DeferredMethod, self: 
   }
   // Everything a deferral needs is checked before the lock is tried: the answer must not depend on contention.
   encodeDeferredArguments(args, m.where);
-  const deferKey = d.deferKey?.resolve(self, args);
-  const keys = m.keys.resolve(self, args);
+  const deferKey = d.deferKey === undefined ? undefined : resolveCallKeys(d.deferKey, self, args);
+  const keys = resolveCallKeys(m.keys, self, args);
   const options: WithLockOptions<typeof BUSY> =
     d.waitFirst === undefined
       ? { ...m.lockOptions, onBusy: 'fail-fast', fallback: BUSY }

@@ -3,6 +3,7 @@ import { DistributedLockError } from '../errors/distributed-lock.error';
 import type { LockOptions, WithLockOptions } from '../options/lock-options.interface';
 import type { CompiledKeySource } from '../keys/key-source';
 import { LockBusyError } from '../errors/lock-busy.error';
+import { LockKeyError } from '../errors/lock-key.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { nameLockError } from './lock-error-names';
 import { lockServiceOf } from './lock-service-of';
@@ -25,7 +26,7 @@ export interface LockedMethod {
  */
 export async function invokeForPromise(m: LockedMethod, self: unknown, args: unknown[]): Promise<unknown> {
   const service = lockServiceOf(self, m.where);
-  const keys = m.keys.resolve(self, args);
+  const keys = resolveCallKeys(m.keys, self, args);
   const locked = service.withLock(keys, () => invokeOriginal(m, self, args), callOptions(m, self, args));
   return locked.catch((error: unknown) => nameOwnBusyError(error, m, keys));
 }
@@ -60,7 +61,7 @@ export function invokeForObservable(m: LockedMethod, self: unknown, args: unknow
 
     const run = async () => {
       const service = lockServiceOf(self, m.where);
-      const keys = m.keys.resolve(self, args);
+      const keys = resolveCallKeys(m.keys, self, args);
       const locked = service.withLock(
         keys,
         () => {
@@ -92,6 +93,19 @@ export function invokeForObservable(m: LockedMethod, self: unknown, args: unknow
       inner?.unsubscribe();
     };
   });
+}
+
+/**
+ * The keys of this call. A `LockKeyError` (the arguments make no valid key: a value missing, empty, an object,
+ * too long) gets the lock's name, so an HTTP answer can say which lock without showing the offending value. Rethrows.
+ */
+export function resolveCallKeys(source: CompiledKeySource, self: unknown, args: readonly unknown[]): string[] {
+  try {
+    return source.resolve(self, args);
+  } catch (error) {
+    if (error instanceof LockKeyError) nameLockError(error, source.name);
+    throw error;
+  }
 }
 
 /** A busy or timed-out key of this very call gets the method's lock name, for answers that must not show the key. Rethrows. */

@@ -3,7 +3,7 @@
  * a busy key answers 202 Accepted with the job id at once, the job runs the handler later under the same
  * lock and its result is the job's return value; a free key answers with the handler's own status and result.
  */
-import { Controller, HttpCode, INestApplication, Param, Post } from '@nestjs/common';
+import { Body, Controller, HttpCode, INestApplication, Param, Post } from '@nestjs/common';
 import { Module } from '@nestjs/common';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
@@ -22,6 +22,12 @@ class SeatsController {
   @Locked('seat:<0>', { onBusy: 'defer' })
   async book(@Param('seat') seat: string, @Param('user') user: string): Promise<{ seat: string; user: string; fence: number } | Deferred> {
     return { seat, user, fence: currentLock()!.fencingToken };
+  }
+
+  @Post()
+  @Locked('seat:<0.seat>', { onBusy: 'defer' })
+  async bookFromBody(@Body() body: { seat: string }): Promise<{ seat: string } | Deferred> {
+    return { seat: body.seat };
   }
 }
 
@@ -79,6 +85,17 @@ describe.each<Platform>(['fastify', 'express'])('a deferring @Locked handler on 
     const free = await request(app.getHttpServer()).post('/seats/14C/bob');
     expect(free.status).toBe(201);
     expect(free.body).toEqual({ seat: '14C', user: 'bob', fence: expect.any(Number) });
+    expect(await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed')).toEqual(before);
+  });
+
+  it('a body that makes no key (an object for the seat): 400 naming the template, not the value; nothing enqueued', async () => {
+    const before = await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed');
+    const res = await request(app.getHttpServer())
+      .post('/seats')
+      .send({ seat: { $gt: '' } });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ statusCode: 400, resource: 'seat:<0.seat>', reason: 'invalid-key' });
+    expect(res.text).not.toContain('$gt');
     expect(await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed')).toEqual(before);
   });
 });

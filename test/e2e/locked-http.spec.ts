@@ -2,7 +2,8 @@
  * In HTTP handlers a busy key answers 409 Conflict (not 500), on Express and on Fastify, with nothing
  * written by the user; Redis trouble and a shutting-down instance answer 503. Every such answer has
  * `Retry-After`, and a 409 body names the lock by its template, never by the resolved key (which can
- * carry an e-mail address). The application's own exception filters keep working and see the mapped
+ * carry an e-mail address). A key that cannot be made from the request's input answers 400, names the
+ * template, not the value, and logs nothing. The application's own exception filters keep working and see the mapped
  * exception. `httpErrors: false` turns the mapping off; `LockHttpErrorsFilter` gives the same answers
  * for lock errors of guards and middleware, which no interceptor sees.
  */
@@ -12,16 +13,19 @@ import {
   CanActivate,
   Catch,
   Controller,
+  Body,
   ExceptionFilter,
   Get,
   HttpException,
   INestApplication,
   Injectable,
+  LoggerService,
   MiddlewareConsumer,
   Module,
   NestMiddleware,
   NestModule,
   Param,
+  Post,
   UseGuards,
 } from '@nestjs/common';
 import { APP_FILTER, HttpAdapterHost } from '@nestjs/core';
@@ -93,6 +97,12 @@ class UsersController {
     return { claimed: email };
   }
 
+  @Post('register')
+  @Locked('user:<0.email>')
+  async register(@Body() body: { email: string }) {
+    return { registered: body.email };
+  }
+
   @Get('manual')
   async manual() {
     await (await this.locks.acquire(MANUAL_KEY, { onBusy: 'throw' })).release();
@@ -136,6 +146,8 @@ interface AppExtras {
   lockFilter?: boolean;
   /** LockHttpErrorsFilter registered as a provider (APP_FILTER) instead of with useGlobalFilters. */
   lockFilterProvider?: boolean;
+  /** Nest's logger for the application (default: none). */
+  logger?: LoggerService;
 }
 
 async function createApp(platform: Platform, redisUrl: string, extra: AppExtras = {}) {
@@ -161,8 +173,8 @@ async function createApp(platform: Platform, redisUrl: string, extra: AppExtras 
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
   const app: INestApplication =
     platform === 'express'
-      ? moduleRef.createNestApplication({ logger: false })
-      : moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
+      ? moduleRef.createNestApplication({ logger: extra.logger ?? false })
+      : moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: extra.logger ?? false });
   if (extra.userFilter) app.useGlobalFilters(new UserFilter(app.get(HttpAdapterHost)));
   if (extra.lockFilter) app.useGlobalFilters(new LockHttpErrorsFilter(app.get(HttpAdapterHost)));
   await app.init();
@@ -172,6 +184,41 @@ async function createApp(platform: Platform, redisUrl: string, extra: AppExtras 
 
 /** The whole answer a client sees, headers included, for "does the key leak anywhere" checks. */
 const wholeAnswer = (res: request.Response) => JSON.stringify(res.headers) + res.text;
+
+/** Keeps what Nest logs at error level: a 400 must log nothing, as Nest logs no HttpException. */
+class ErrorLog implements LoggerService {
+  readonly errors: unknown[] = [];
+  error(message: unknown) {
+    this.errors.push(message);
+  }
+  log() {}
+  warn() {}
+}
+
+/** Request bodies from which `user:<0.email>` makes no key: missing, empty, an object (an operator injection), too long. */
+const BAD_EMAIL_BODIES: ReadonlyArray<[string, object]> = [
+  ['no email', {}],
+  ['an empty email', { email: '' }],
+  ['an object', { email: { $ne: 1 } }],
+  ['2000 characters', { email: 'alice'.repeat(400) }],
+];
+
+/** The 400 of a key `user:<0.email>` cannot be made for: the template named, nothing of the value. */
+function expectInvalidKeyAnswer(res: request.Response): void {
+  expect(res.status).toBe(400);
+  expect(res.body).toEqual({
+    statusCode: 400,
+    error: 'Bad Request',
+    message:
+      'The key of the lock "user:<0.email>" cannot be made from this request: a value it is built from is missing, empty, ' +
+      'too long or not a valid key part (a string or a number).',
+    resource: 'user:<0.email>',
+    reason: 'invalid-key',
+  });
+  expect(res.headers['retry-after']).toBeUndefined();
+  expect(wholeAnswer(res)).not.toContain('alice');
+  expect(wholeAnswer(res)).not.toContain('$ne');
+}
 
 describe.each<Platform>(['express', 'fastify'])('HTTP mapping on %s', (platform) => {
   let redis: SharedRedis;
@@ -293,6 +340,43 @@ describe.each<Platform>(['express', 'fastify'])('HTTP mapping on %s', (platform)
     } finally {
       await down.close();
     }
+  });
+
+  describe('a key the request cannot make (LockKeyError)', () => {
+    let logged: ErrorLog;
+    let logging: INestApplication;
+    beforeAll(async () => {
+      logged = new ErrorLog();
+      logging = await createApp(platform, redis.url, { logger: logged });
+    });
+    afterAll(() => logging?.close());
+
+    it('a valid body is served', async () => {
+      await request(logging.getHttpServer()).post('/users/register').send({ email: EMAIL }).expect(201, { registered: EMAIL });
+    });
+
+    it.each(BAD_EMAIL_BODIES)('%s: 400 naming the template, never the value; no Retry-After, nothing logged', async (_what, body) => {
+      logged.errors.length = 0;
+      expectInvalidKeyAnswer(await request(logging.getHttpServer()).post('/users/register').send(body));
+      expect(logged.errors).toEqual([]);
+    });
+
+    it('(the log is watched: an unknown error of a handler, a 500, is logged by Nest)', async () => {
+      logged.errors.length = 0;
+      await request(logging.getHttpServer()).get('/seats/teapot').expect(500);
+      expect(logged.errors).toHaveLength(1);
+    });
+
+    it('with httpErrors: false, LockHttpErrorsFilter gives the same 400', async () => {
+      const filtered = await createApp(platform, redis.url, { httpErrors: false, lockFilter: true });
+      try {
+        for (const [, body] of BAD_EMAIL_BODIES) {
+          expectInvalidKeyAnswer(await request(filtered.getHttpServer()).post('/users/register').send(body));
+        }
+      } finally {
+        await filtered.close();
+      }
+    });
   });
 
   describe('httpErrors: false', () => {
