@@ -2,13 +2,20 @@ import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import { sentinelMisdirection } from './sentinel-misdirection';
 
+const timeouts = new WeakSet<object>();
+
 /** A Redis call that did not settle within its bound (see CommandDeadlines). */
 export function timeoutError(operation: string, timeoutMs: number): LockConnectionError {
-  return new LockConnectionError(
+  const error = new LockConnectionError(
     `Redis did not answer ${operation} within ${timeoutMs} ms (unreachable, frozen or overloaded). The lock state is unknown; nothing ran under it.`,
     operation,
   );
+  timeouts.add(error);
+  return error;
 }
+
+/** Whether `error` is a call's bound running out (timeoutError), not a failure Redis or the transport reported. */
+export const isTimeoutError = (error: unknown): boolean => typeof error === 'object' && error !== null && timeouts.has(error);
 
 /**
  * Every failure of the transport or server becomes a `LockConnectionError` (never "busy"): closed

@@ -3,11 +3,11 @@ import { monotonicNow } from '../time/clock';
 import type { AcquireReply, LockStore, ReleaseOutcome, RenewRequest as StoreRenewRequest } from '../core/lock-store';
 import { runBoundedScript } from './bounded-script';
 import { CommandDeadlines, CommandGate } from './command-deadlines';
-import { toConnectionError } from './connection-errors';
+import { isTimeoutError, toConnectionError } from './connection-errors';
 import { LockRedisKeys, lockRedisKeys } from './lock-redis-keys';
 import { lockStateError } from './lock-state';
 import { CommandArg, isNoScript, LuaScript, PipelineResults, ScriptRunner } from './lua-script';
-import { connectedReplicasOf, ReplicaAcks } from './replica-acks';
+import { connectedReplicasOf, ReplicaAcks, timedOutBehindWaits } from './replica-acks';
 import { WriteBatcher } from './write-batcher';
 import { LOCK_SCRIPTS } from './scripts';
 import { isClusterClient, type RedisClient } from './redis-connection';
@@ -41,7 +41,7 @@ export class RedisLockStore implements LockStore {
   constructor(
     readonly client: RedisClient,
     private readonly keyPrefix: string,
-    commandTimeout: number,
+    private readonly commandTimeout: number,
     waiterLease: number,
     /** Undefined: no replica confirmation (the default). */
     readonly replicaAcks?: ReplicaAcks,
@@ -181,7 +181,7 @@ export class RedisLockStore implements LockStore {
   ): Promise<Array<boolean | Error>> {
     if (waitError) return renewed.map((r) => (r === true ? toConnectionError('renew', waitError) : r));
     if (Number(confirmed) >= acks.required || !renewed.includes(true)) return renewed;
-    const connected = await this.connectedReplicas();
+    const connected = await this.connectedReplicas(this.commandTimeout);
     return renewed.map((r, i) => (r === true ? acks.unconfirmed('renew', requests[i].keys.key, Number(confirmed), connected) : r));
   }
 
@@ -199,24 +199,45 @@ export class RedisLockStore implements LockStore {
     wrote: (result: T) => boolean,
   ): Promise<T> {
     const acks = this.replicaAcks!;
-    const [reply, confirmed] = await this.deadlines.bound(
-      operation,
-      (attempt) => this.scripts.runThenWait(script, args, acks.waitArgs, attempt),
-      undefined,
-      isNoScript,
-      (error) => lockStateError(keys, operation, error),
-    );
+    const startedAt = monotonicNow();
+    let reply: unknown;
+    let confirmed: number;
+    try {
+      [reply, confirmed] = await this.deadlines.bound(
+        operation,
+        (attempt) => this.scripts.runThenWait(script, args, acks.waitArgs, attempt),
+        undefined,
+        isNoScript,
+        (error) => lockStateError(keys, operation, error),
+      );
+    } catch (error) {
+      throw isTimeoutError(error) ? timedOutBehindWaits(acks, operation, this.commandTimeout, error) : error;
+    }
     const result = parse(reply);
-    if (wrote(result) && confirmed < acks.required) throw acks.unconfirmed(operation, keys.key, confirmed, await this.connectedReplicas());
+    if (wrote(result) && confirmed < acks.required) {
+      // The count of connected replicas only improves the message: asked within what is left of this call's bound.
+      const connected = await this.connectedReplicas(this.commandTimeout - (monotonicNow() - startedAt));
+      throw acks.unconfirmed(operation, keys.key, confirmed, connected);
+    }
     return result;
   }
 
-  /** Replicas the primary has connected (for an error message); undefined when it cannot be asked. */
-  private async connectedReplicas(): Promise<number | undefined> {
+  /**
+   * Replicas the primary has connected (for an error message); undefined when it cannot be asked within
+   * `withinMs` (the INFO may queue behind other calls' WAIT on this connection).
+   */
+  private async connectedReplicas(withinMs: number): Promise<number | undefined> {
+    if (withinMs <= 0) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const giveUp = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), withinMs);
+      timer.unref();
+    });
+    const ask = this.deadlines.bound('info', () => (this.client as Redis).info('replication')).then(connectedReplicasOf, () => undefined);
     try {
-      return connectedReplicasOf(await this.deadlines.bound('info', () => (this.client as Redis).info('replication')));
-    } catch {
-      return undefined;
+      return await Promise.race([ask, giveUp]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

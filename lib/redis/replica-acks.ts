@@ -38,6 +38,22 @@ export class ReplicaAcks {
   }
 }
 
+/**
+ * The error of a call with replicaAcks that ran out of `commandTimeout`. WAIT blocks the connection it runs
+ * on, so while replicas do not confirm, the calls of one service queue behind each other's WAIT (each up to
+ * replicaAckTimeout): Redis may be answering, just not this call yet.
+ */
+export function timedOutBehindWaits(acks: ReplicaAcks, operation: string, commandTimeout: number, cause: unknown): LockConnectionError {
+  return new LockConnectionError(
+    `Redis did not answer ${operation} within ${commandTimeout} ms. With replicaAcks (${acks.required}), every lock call ends with a WAIT that ` +
+      `blocks this service's connection for up to replicaAckTimeout (${acks.timeoutMs} ms) while replicas do not confirm, so concurrent calls ` +
+      `queue behind each other's WAIT: check the replicas (INFO replication on the primary); otherwise Redis is unreachable, frozen or ` +
+      'overloaded. The lock state is unknown; nothing ran under it.',
+    operation,
+    { cause },
+  );
+}
+
 /** `connected_slaves` of an INFO replication reply. */
 export function connectedReplicasOf(info: string): number | undefined {
   const match = /^connected_slaves:(\d+)/m.exec(info);

@@ -112,6 +112,34 @@ describe('T6 replicaAcks', () => {
     expect((gone.error as Error).message).toContain('(requires 1, 0 connected)');
   });
 
+  it('(a2) replica gone, 8 concurrent acquires: their WAITs queue on the one connection; each fails within commandTimeout naming the replicas, none succeeds', async () => {
+    t6.group = await SentinelGroup.start({ replicas: 1 });
+    const acked = await t6.makeService({ redis: t6.group.clientOptions(), replicaAcks: 1, ttl: 3_000 });
+    await acked.isLocked('warm'); // connected
+    await t6.group.replicas[0].kill9();
+    // The fault: the primary has no replica left to confirm anything.
+    expect(await pollUntil(async () => (await t6.group!.connectedReplicas(t6.group!.master.port)) === 0, 10_000)).toBe(true);
+    const started = hrMs();
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        t6.calls.track(`tryAcquire ${i}`, acked.tryAcquire(`a2:${i}`)).then(
+          () => ({ ms: hrMs() - started, error: undefined as Error | undefined }),
+          (error: Error) => ({ ms: hrMs() - started, error }),
+        ),
+      ),
+    );
+    console.log(`T6 (a2) ${results.map((r) => `${r.ms.toFixed(0)} ms ${r.error?.message.slice(0, 60)}`).join(' | ')}`);
+    for (const r of results) {
+      expect(r.error).toBeInstanceOf(LockConnectionError);
+      // Each says the replicas are why: unconfirmed, or timed out queued behind other calls' WAIT.
+      expect(r.error!.message).toMatch(/replicas confirmed it|queue behind each other's WAIT/);
+      expect(r.ms).toBeLessThanOrEqual(COMMAND_TIMEOUT + SLACK);
+    }
+    // WAITs ran one after another (200 ms each): some calls ran out of their bound.
+    expect(results.some((r) => /queue behind each other's WAIT/.test(r.error!.message))).toBe(true);
+    expect(await pollUntil(async () => (await t6.group!.master.client().keys('t6a:{a2:?}')).length === 0, 3_000)).toBe(true);
+  });
+
   it('(b) replica healthy: acquire succeeds, and WAIT rides in the same write (one round trip); without the option not a single WAIT is sent', async () => {
     t6.group = await SentinelGroup.start({ replicas: 1 });
     const stats = t6.group.master.client();
