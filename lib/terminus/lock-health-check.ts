@@ -1,7 +1,8 @@
 import type { LockEngineHealth } from '../core/lock-engine-health';
 import { describeValue } from '../errors/describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
-import { assertIntegerMs } from '../options/validate-options';
+import { assertKnownKeys, HEALTH_OPTION_KEYS } from '../options/known-keys';
+import { assertIntegerMs, assertOptionsObject } from '../options/validate-options';
 import type { LockHealthData } from './lock-health-data.interface';
 import type { LockHealthOptions } from './lock-health-options.interface';
 
@@ -15,6 +16,11 @@ export type PingOutcome = { ms: number } | { error: Error };
 export function resolveHealthOptions(key: unknown, options: LockHealthOptions | undefined, commandTimeout: number) {
   if (typeof key !== 'string' || key.length === 0) {
     throw new LockOptionsError('key', `isHealthy(key) needs the non-empty string terminus reports the result under, got ${describeValue(key)}.`);
+  }
+  // A misspelt limit (`maxRoundtrip`) would leave the default in force without a word.
+  if (options !== undefined) {
+    assertOptionsObject('isHealthy options', options);
+    assertKnownKeys('isHealthy options', options, HEALTH_OPTION_KEYS);
   }
   return {
     maxRoundTrip: assertIntegerMs('maxRoundTrip', options?.maxRoundTrip ?? Math.max(1, Math.floor(commandTimeout / 2)), 1),

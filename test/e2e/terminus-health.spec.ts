@@ -11,7 +11,7 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { DistributedLockModule, LockOptionsError, LockService } from '../../lib';
 import type { DistributedLockModuleOptions } from '../../lib';
-import { LockHealthIndicator } from '../../lib/terminus';
+import { LockHealthIndicator, type LockHealthOptions } from '../../lib/terminus';
 import { processState } from './history/faults';
 import { RedisProcess } from '../harness/redis-process';
 import { TcpProxy } from '../harness/tcp-proxy';
@@ -190,6 +190,22 @@ describe('LockHealthIndicator', () => {
     await expect(indicator.isHealthy('lock', { maxRoundTrip: -1 })).rejects.toThrow(LockOptionsError);
     await expect(indicator.isHealthy('lock', { maxRoundTrip: -1 })).rejects.toThrow(/"maxRoundTrip"/);
     await expect(indicator.isHealthy('')).rejects.toThrow(/"key"/);
+  });
+
+  it('refuses a misspelt option naming the one meant, and options that are not an object', async () => {
+    const { indicator } = await start();
+    const misspelt = { maxRoundtrip: 5 } as unknown as LockHealthOptions;
+    await expect(indicator.isHealthy('lock', misspelt)).rejects.toThrow(LockOptionsError);
+    await expect(indicator.isHealthy('lock', misspelt)).rejects.toThrow(
+      /"isHealthy options.maxRoundtrip": is not an option; did you mean maxRoundTrip\?/,
+    );
+    for (const wrong of [5, 'fast', [], null]) {
+      await expect(indicator.isHealthy('lock', wrong as unknown as LockHealthOptions)).rejects.toThrow(
+        /"isHealthy options": expected an options object/,
+      );
+    }
+    // Refused before any round trip, and the right options still pass.
+    expect((await indicator.isHealthy('lock', { maxRoundTrip: 1_000, renewalErrorWindow: 0 })).lock.status).toBe('up');
   });
 
   it('GET /health answers 200 while healthy and 503 with the reason while Redis is frozen', async () => {
