@@ -1,4 +1,5 @@
 import type { LockEngineHealth } from '../core/lock-engine-health';
+import type { StoreProbe } from '../core/store-probe';
 import { describeValue } from '../errors/describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { assertKnownKeys, HEALTH_OPTION_KEYS } from '../options/known-keys';
@@ -8,9 +9,6 @@ import type { LockHealthOptions } from './lock-health-options.interface';
 
 /** @internal */
 export const DEFAULT_RENEWAL_ERROR_WINDOW_MS = 60_000;
-
-/** @internal The round trip: its duration, or why it failed. */
-export type PingOutcome = { ms: number } | { error: Error };
 
 /** @internal Validated options, defaults applied against the module's commandTimeout. */
 export function resolveHealthOptions(key: unknown, options: LockHealthOptions | undefined, commandTimeout: number) {
@@ -28,21 +26,21 @@ export function resolveHealthOptions(key: unknown, options: LockHealthOptions | 
   };
 }
 
-/** @internal Judges the engine's facts and the round trip: the reasons it is unhealthy (none: healthy), and the data to report. */
+/** @internal Judges the engine's facts and the store's probe: the reasons it is unhealthy (none: healthy), and the data to report. */
 export function judgeLockHealth(
   health: LockEngineHealth,
-  ping: PingOutcome | undefined,
+  probe: StoreProbe | undefined,
   limits: ReturnType<typeof resolveHealthOptions>,
 ): { problems: string[]; data: LockHealthData } {
   const problems: string[] = [];
   const { watchdog } = health;
   const data: LockHealthData = { wakeChannel: health.wakeChannel, leases: watchdog.leases, laggingLeases: watchdog.lagging };
   if (health.closing) problems.push('the LockService is shutting down');
-  if (ping && 'error' in ping) problems.push(`PING failed: ${ping.error.message}`);
-  if (ping && 'ms' in ping) {
-    data.roundTripMs = Math.round(ping.ms);
-    if (ping.ms > limits.maxRoundTrip)
-      problems.push(`the PING round trip took ${data.roundTripMs} ms, above maxRoundTrip (${limits.maxRoundTrip} ms)`);
+  if (probe && 'error' in probe) problems.push(probe.error.message);
+  if (probe && 'ms' in probe) {
+    data.roundTripMs = Math.round(probe.ms);
+    if (probe.ms > limits.maxRoundTrip)
+      problems.push(`the health probe's round trip took ${data.roundTripMs} ms, above maxRoundTrip (${limits.maxRoundTrip} ms)`);
   }
   if (health.wakeChannel === 'disconnected') {
     problems.push('the wake-channel subscriber is not connected: waiters are not told of releases and fall back to polling');

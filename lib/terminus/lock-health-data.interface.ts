@@ -1,6 +1,6 @@
 /** What `LockHealthIndicator.isHealthy` reports about the LockService (terminus adds `status`). */
 export interface LockHealthData extends Record<string, unknown> {
-  /** The PING round trip in ms; absent when it failed. */
+  /** The health probe's round trip in ms (Redlock: until a majority answered); absent when it failed. */
   roundTripMs?: number;
   /** The wake channel's subscriber: `idle` (no wait needed it yet), `subscribed`, `disconnected` or `closed`. */
   wakeChannel: string;

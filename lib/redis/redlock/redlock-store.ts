@@ -12,6 +12,7 @@ import { fenceProposal } from './fence-proposal';
 import { datedNodeHandover, NodeHandover } from './redlock-handovers';
 import type { Handover } from '../../core/handover-channel';
 import { monotonicNow } from '../../time/clock';
+import type { StoreProbe } from '../../core/store-probe';
 
 /** One node's answer to an acquire attempt. */
 type NodeAcquire =
@@ -336,16 +337,16 @@ export class RedlockStore implements LockStore {
     return false;
   }
 
-  /** The round trip until a majority answered (what an acquire waits for at best). */
-  async ping(): Promise<number> {
+  /** The round trip until a majority answered a PING (what an acquire waits for at best). */
+  async probe(): Promise<StoreProbe> {
     const votes = await askAll(
       this.nodes,
       (node) => node.ping(),
       (v) => count(v) >= this.quorum,
     );
     const times = votes.flatMap((v) => (v?.ok ? [v.value] : [])).sort((a, b) => a - b);
-    if (times.length < this.quorum) throw this.fewAnswers('ping', undefined, votes);
-    return times[this.quorum - 1];
+    if (times.length < this.quorum) return { error: this.fewAnswers('ping', undefined, votes) };
+    return { ms: times[this.quorum - 1] };
   }
 
   renewMany(requests: readonly RenewRequest[]): Promise<Array<boolean | Error>> {
