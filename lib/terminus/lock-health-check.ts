@@ -36,6 +36,7 @@ export function judgeLockHealth(
   const { watchdog } = health;
   const data: LockHealthData = { wakeChannel: health.wakeChannel, leases: watchdog.leases, laggingLeases: watchdog.lagging };
   if (health.closing) problems.push('the LockService is shutting down');
+  if (probe?.nodes) data.nodes = { ...probe.nodes };
   if (probe && 'error' in probe) problems.push(probe.error.message);
   if (probe && 'ms' in probe) {
     data.roundTripMs = Math.round(probe.ms);
