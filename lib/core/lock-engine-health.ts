@@ -3,7 +3,7 @@ import type { WatchdogHealth } from './watchdog';
 
 /**
  * @internal A plain snapshot of what a health check needs from one engine, read without touching
- * Redis (the round trip is `LockEngine.pingRedis`). Read by lib/terminus; not public API.
+ * Redis (the round trip is `LockEngine.probeStore`). Read by lib/terminus; not public API.
  */
 export interface LockEngineHealth {
   /** close() began: no new locks are taken. */
@@ -11,6 +11,6 @@ export interface LockEngineHealth {
   /** The wake channel waiters are told of releases on (see `WakeChannel.state`). */
   wakeChannel: HandoverChannelState;
   watchdog: WatchdogHealth;
-  /** The bound on every Redis call, the ping included (ms). */
+  /** The bound on every Redis call, the health probe included (ms). */
   commandTimeout: number;
 }

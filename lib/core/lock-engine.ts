@@ -27,6 +27,7 @@ import type { HandoverChannel } from './handover-channel';
 import type { LockBackend, LockBackendFactory } from './lock-backend';
 import type { LockKeys, LockStore } from './lock-store';
 import { ShutdownDrain } from './shutdown-drain';
+import type { StoreProbe } from './store-probe';
 import { Watchdog } from './watchdog';
 
 let nextEngineId = 1;
@@ -120,9 +121,9 @@ export class LockEngine implements LockRuntime {
     };
   }
 
-  /** @internal One PING round trip in ms, bounded by commandTimeout; rejects with LockConnectionError. */
-  pingRedis(): Promise<number> {
-    return this.store.ping();
+  /** @internal The health check's round trip to the store, bounded by commandTimeout (see LockStore.probe). */
+  probeStore(): Promise<StoreProbe> {
+    return this.store.probe();
   }
 
   /**

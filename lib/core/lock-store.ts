@@ -1,3 +1,5 @@
+import type { StoreProbe } from './store-probe';
+
 /**
  * The names a store gives one user key. The engine treats them as an opaque handle from
  * `LockStore.keysFor` and passes them back to the same store; it reads only these fields.
@@ -77,8 +79,12 @@ export interface LockStore {
   /** Whether anyone holds the lock now (a snapshot). */
   isLocked(keys: LockKeys): Promise<boolean>;
 
-  /** One round trip to the store, in ms (health checks); bounded like every other call. */
-  ping(): Promise<number>;
+  /**
+   * The health check's round trip (one, bounded like every other call): it exercises what a lock call
+   * needs (Redis: a write), so a store that would refuse lock calls fails it. Never rejects: a failure
+   * is the outcome's `error`.
+   */
+  probe(): Promise<StoreProbe>;
 
   /** Owner-checked renewals, each settling on its own: true (renewed), false (not ours any more) or an Error. */
   renewMany(requests: readonly RenewRequest[]): Promise<Array<boolean | Error>>;

@@ -38,6 +38,9 @@ export const RETRY_DELAY_KEYS = ['min', 'max'] as const;
 
 export const DEFER_OPTION_KEYS = ['queueName', 'concurrency', 'worker', 'attempts', 'backoff', 'jobLease'] as const;
 
+/** What `LockHealthIndicator.isHealthy(key, options)` reads (lib/terminus). */
+export const HEALTH_OPTION_KEYS = ['maxRoundTrip', 'renewalErrorWindow'] as const;
+
 /**
  * Refuses a key the library does not read. A misspelt option (`waitTimout`) would otherwise be ignored
  * and its default used without a word: the caller believes a bound is set that is not.

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { monotonicNow } from '../time/clock';
 import type { AcquireReply, LockStore, ReleaseOutcome, RenewRequest as StoreRenewRequest } from '../core/lock-store';
+import type { StoreProbe } from '../core/store-probe';
 import { runBoundedScript } from './bounded-script';
 import { CommandDeadlines, CommandGate } from './command-deadlines';
 import { isTimeoutError, toConnectionError } from './connection-errors';
@@ -8,6 +9,7 @@ import { LockRedisKeys, lockRedisKeys } from './lock-redis-keys';
 import { lockStateError } from './lock-state';
 import { CommandArg, isNoScript, LuaScript, PipelineResults, ScriptRunner } from './lua-script';
 import { connectedReplicasOf, ReplicaAcks, timedOutBehindWaits } from './replica-acks';
+import { probeRedis } from './health-probe';
 import { WriteBatcher } from './write-batcher';
 import { LOCK_SCRIPTS } from './scripts';
 import { isClusterClient, type RedisClient } from './redis-connection';
@@ -132,14 +134,13 @@ export class RedisLockStore implements LockStore {
     step().catch(() => undefined);
   }
 
-  /**
-   * @internal One PING, bounded by `commandTimeout` like every lock call; resolves the round trip in
-   * ms (monotonic), rejects with `LockConnectionError` when Redis is down, frozen or too slow.
-   */
-  async ping(): Promise<number> {
-    const sentAt = monotonicNow();
-    await this.deadlines.bound('ping', () => this.client.ping());
-    return monotonicNow() - sentAt;
+  /** @internal The health check's round trip: a probe write, bounded like every call (see health-probe.ts). */
+  async probe(): Promise<StoreProbe> {
+    try {
+      return { ms: await probeRedis(this.client, this.deadlines, this.keyPrefix) };
+    } catch (error) {
+      return { error: error as Error };
+    }
   }
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {

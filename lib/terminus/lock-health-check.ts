@@ -1,20 +1,24 @@
 import type { LockEngineHealth } from '../core/lock-engine-health';
+import type { StoreProbe } from '../core/store-probe';
 import { describeValue } from '../errors/describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
-import { assertIntegerMs } from '../options/validate-options';
+import { assertKnownKeys, HEALTH_OPTION_KEYS } from '../options/known-keys';
+import { assertIntegerMs, assertOptionsObject } from '../options/validate-options';
 import type { LockHealthData } from './lock-health-data.interface';
 import type { LockHealthOptions } from './lock-health-options.interface';
 
 /** @internal */
 export const DEFAULT_RENEWAL_ERROR_WINDOW_MS = 60_000;
 
-/** @internal The round trip: its duration, or why it failed. */
-export type PingOutcome = { ms: number } | { error: Error };
-
 /** @internal Validated options, defaults applied against the module's commandTimeout. */
 export function resolveHealthOptions(key: unknown, options: LockHealthOptions | undefined, commandTimeout: number) {
   if (typeof key !== 'string' || key.length === 0) {
     throw new LockOptionsError('key', `isHealthy(key) needs the non-empty string terminus reports the result under, got ${describeValue(key)}.`);
+  }
+  // A misspelt limit (`maxRoundtrip`) would leave the default in force without a word.
+  if (options !== undefined) {
+    assertOptionsObject('isHealthy options', options);
+    assertKnownKeys('isHealthy options', options, HEALTH_OPTION_KEYS);
   }
   return {
     maxRoundTrip: assertIntegerMs('maxRoundTrip', options?.maxRoundTrip ?? Math.max(1, Math.floor(commandTimeout / 2)), 1),
@@ -22,21 +26,22 @@ export function resolveHealthOptions(key: unknown, options: LockHealthOptions | 
   };
 }
 
-/** @internal Judges the engine's facts and the round trip: the reasons it is unhealthy (none: healthy), and the data to report. */
+/** @internal Judges the engine's facts and the store's probe: the reasons it is unhealthy (none: healthy), and the data to report. */
 export function judgeLockHealth(
   health: LockEngineHealth,
-  ping: PingOutcome | undefined,
+  probe: StoreProbe | undefined,
   limits: ReturnType<typeof resolveHealthOptions>,
 ): { problems: string[]; data: LockHealthData } {
   const problems: string[] = [];
   const { watchdog } = health;
   const data: LockHealthData = { wakeChannel: health.wakeChannel, leases: watchdog.leases, laggingLeases: watchdog.lagging };
   if (health.closing) problems.push('the LockService is shutting down');
-  if (ping && 'error' in ping) problems.push(`PING failed: ${ping.error.message}`);
-  if (ping && 'ms' in ping) {
-    data.roundTripMs = Math.round(ping.ms);
-    if (ping.ms > limits.maxRoundTrip)
-      problems.push(`the PING round trip took ${data.roundTripMs} ms, above maxRoundTrip (${limits.maxRoundTrip} ms)`);
+  if (probe?.nodes) data.nodes = { ...probe.nodes };
+  if (probe && 'error' in probe) problems.push(probe.error.message);
+  if (probe && 'ms' in probe) {
+    data.roundTripMs = Math.round(probe.ms);
+    if (probe.ms > limits.maxRoundTrip)
+      problems.push(`the health probe's round trip took ${data.roundTripMs} ms, above maxRoundTrip (${limits.maxRoundTrip} ms)`);
   }
   if (health.wakeChannel === 'disconnected') {
     problems.push('the wake-channel subscriber is not connected: waiters are not told of releases and fall back to polling');

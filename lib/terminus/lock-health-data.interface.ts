@@ -1,7 +1,13 @@
 /** What `LockHealthIndicator.isHealthy` reports about the LockService (terminus adds `status`). */
 export interface LockHealthData extends Record<string, unknown> {
-  /** The PING round trip in ms; absent when it failed. */
+  /** The health probe's round trip in ms (Redlock: of the quorum-th fastest node that can vote); absent when it failed. */
   roundTripMs?: number;
+  /**
+   * Redlock only: the nodes, and how many can vote now (answered the probe and are past
+   * nodeRecoveryDelay). Up with `voting < total` means fault tolerance is lost: fewer further
+   * failures now stop every acquire. Down when `voting` is below a majority.
+   */
+  nodes?: { total: number; voting: number };
   /** The wake channel's subscriber: `idle` (no wait needed it yet), `subscribed`, `disconnected` or `closed`. */
   wakeChannel: string;
   /** Leases the watchdog keeps renewing. */

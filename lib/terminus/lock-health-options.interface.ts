@@ -1,7 +1,7 @@
 /** Per-check options of `LockHealthIndicator.isHealthy`. */
 export interface LockHealthOptions {
   /**
-   * A PING round trip slower than this reports down (ms). The PING itself is bounded by
+   * A health-probe round trip slower than this reports down (ms). The probe itself is bounded by
    * `commandTimeout`, like every lock call, so the check never hangs on a frozen Redis.
    * @default half of the module's commandTimeout: slower than that, lock calls have little margin left
    */

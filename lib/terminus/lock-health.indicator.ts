@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { LockService } from '../lock.service';
-import { judgeLockHealth, type PingOutcome, resolveHealthOptions } from './lock-health-check';
+import { judgeLockHealth, resolveHealthOptions } from './lock-health-check';
 import type { LockHealthOptions } from './lock-health-options.interface';
 
 /**
@@ -9,10 +9,13 @@ import type { LockHealthOptions } from './lock-health-options.interface';
  * `providers` of the module that imports `TerminusModule`, then
  * `health.check([() => lockHealth.isHealthy('lock')])`.
  *
- * Down, with a `message` saying why, when Redis does not answer a PING within `commandTimeout` or
- * answers slower than `maxRoundTrip`, the wake-channel subscriber is disconnected, the watchdog is
- * not keeping up (a held lease within one renewal interval of its deadline), a renewal failed
- * recently, or the service is shutting down. Never hangs: the PING is bounded like every lock call.
+ * The round trip is a probe write under the keyPrefix (lock calls write; a Redis that answers PING
+ * may refuse writes), plus a PING of every master on a Cluster; in Redlock mode it counts the nodes
+ * that can vote. Down, with a `message` saying why, when that probe fails or does not answer within
+ * `commandTimeout` (Redlock: fewer than a majority can vote) or answers slower than `maxRoundTrip`,
+ * the wake-channel subscriber is disconnected, the watchdog is not keeping up (a held lease within one
+ * renewal interval of its deadline), a renewal failed recently, or the service is shutting down.
+ * Never hangs: the probe is bounded like every lock call.
  */
 @Injectable()
 export class LockHealthIndicator {
@@ -25,15 +28,10 @@ export class LockHealthIndicator {
     const engine = this.locks.engine;
     const limits = resolveHealthOptions(key, options, engine.settings.commandTimeout);
     const indicator = this.indicators.check(key);
-    // The local facts as they are when the probe asks: a slow PING must not hide a lease that was lagging then.
+    // The local facts as they are when the probe asks: a slow probe must not hide a lease that was lagging then.
     const health = engine.health();
-    let ping: PingOutcome | undefined;
-    if (!health.closing)
-      ping = await engine.pingRedis().then(
-        (ms) => ({ ms }),
-        (error: Error) => ({ error }),
-      );
-    const { problems, data } = judgeLockHealth(health, ping, limits);
+    const probe = health.closing ? undefined : await engine.probeStore();
+    const { problems, data } = judgeLockHealth(health, probe, limits);
     return problems.length > 0 ? indicator.down(data) : indicator.up(data);
   }
 }

@@ -1,5 +1,6 @@
 import { monotonicNow } from '../time/clock';
 import type { AcquireReply, LockKeys, LockStore, ReleaseOutcome, RenewRequest } from '../core/lock-store';
+import type { StoreProbe } from '../core/store-probe';
 import type { MemoryKeyState } from './memory-key-state';
 import type { MemoryLockSpace } from './memory-lock-space';
 
@@ -98,9 +99,9 @@ export class MemoryLockStore implements LockStore {
     void this.abandon(keys, token);
   }
 
-  /** Nothing to reach: the round trip of an in-process store is nil. */
-  ping(): Promise<number> {
-    return Promise.resolve(0);
+  /** Nothing to reach: the round trip of an in-process store is nil, and it never refuses a write. */
+  probe(): Promise<StoreProbe> {
+    return Promise.resolve({ ms: 0 });
   }
 
   isLocked(keys: LockKeys): Promise<boolean> {

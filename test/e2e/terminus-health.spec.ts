@@ -1,7 +1,9 @@
 /**
  * LockHealthIndicator (nestjs-distributed-lock/terminus) against real redis-server processes, each
  * fault made for real: Redis frozen (SIGSTOP) and killed, the wake-channel subscriber kept out by
- * Redis itself, renewals slowed by a TCP proxy until a lease nears its deadline, renewals failing.
+ * Redis itself, renewals slowed by a TCP proxy until a lease nears its deadline, renewals failing,
+ * and a Redis that answers PING but refuses or holds every write (out of memory, CLIENT PAUSE WRITE,
+ * demoted to a replica): the probe writes, as every lock call does.
  * Ends with GET /health over HTTP in a Nest application with TerminusModule.
  */
 import 'reflect-metadata';
@@ -11,7 +13,7 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { DistributedLockModule, LockOptionsError, LockService } from '../../lib';
 import type { DistributedLockModuleOptions } from '../../lib';
-import { LockHealthIndicator } from '../../lib/terminus';
+import { LockHealthIndicator, type LockHealthOptions } from '../../lib/terminus';
 import { processState } from './history/faults';
 import { RedisProcess } from '../harness/redis-process';
 import { TcpProxy } from '../harness/tcp-proxy';
@@ -90,7 +92,7 @@ describe('LockHealthIndicator', () => {
       expect(processState(redis.pid)).toBe('T'); // the fault happened: redis-server is stopped
       const { result, ms } = await timed(() => indicator.isHealthy('lock'));
       expect(result.lock.status).toBe('down');
-      expect(result.lock.message).toMatch(/PING failed: Redis did not answer ping within 400 ms/);
+      expect(result.lock.message).toMatch(/Redis did not answer health probe within 400 ms/);
       expect(result.lock.roundTripMs).toBeUndefined();
       // Bounded by commandTimeout (plus timer slack on a busy 2-core machine), not by TCP timeouts.
       expect(ms).toBeGreaterThanOrEqual(commandTimeout - 5);
@@ -101,6 +103,78 @@ describe('LockHealthIndicator', () => {
     expect((await indicator.isHealthy('lock')).lock.status).toBe('up');
   });
 
+  /** An acquire now: what it failed with (the fault is real), or 'acquired'. */
+  async function acquireOutcome(locks: LockService, key: string): Promise<string> {
+    return locks.acquire(key, { onBusy: 'throw' }).then(
+      async (lock) => (await lock.release(), 'acquired'),
+      (error: Error) => `${error.constructor.name}: ${error.message}`,
+    );
+  }
+
+  describe('is down while Redis answers PING but refuses or holds every write', () => {
+    it('out of memory (maxmemory reached, noeviction): down with the server refusal, up once there is room', async () => {
+      const { indicator, locks } = await start({ commandTimeout: 300 });
+      const admin = redis.client();
+      expect(await admin.ping()).toBe('PONG');
+      await admin.config('SET', 'maxmemory', '1'); // the default policy is noeviction
+      try {
+        expect(await acquireOutcome(locks, 'oom')).toMatch(/^LockConnectionError: .*OOM command not allowed/);
+        const result = await indicator.isHealthy('lock');
+        expect(result.lock.status).toBe('down');
+        expect(result.lock.message).toMatch(/Redis health probe failed: OOM command not allowed/);
+        expect(result.lock.roundTripMs).toBeUndefined();
+      } finally {
+        await admin.config('SET', 'maxmemory', '0');
+      }
+      expect((await indicator.isHealthy('lock')).lock.status).toBe('up');
+      expect(await acquireOutcome(locks, 'oom')).toBe('acquired');
+    });
+
+    it('CLIENT PAUSE WRITE: down within commandTimeout, as the acquire times out', async () => {
+      const commandTimeout = 300;
+      const { indicator, locks } = await start({ commandTimeout });
+      const admin = redis.client();
+      await admin.call('CLIENT', 'PAUSE', '5000', 'WRITE');
+      try {
+        expect(await admin.ping()).toBe('PONG');
+        // The check first: a paused write holds every later command of its connection, a PING included.
+        const { result, ms } = await timed(() => indicator.isHealthy('lock'));
+        expect(result.lock.status).toBe('down');
+        expect(result.lock.message).toMatch(/Redis did not answer health probe within 300 ms/);
+        expect(ms).toBeLessThan(commandTimeout + 1_000);
+        expect(await acquireOutcome(locks, 'paused')).toMatch(/^LockConnectionError: Redis did not answer acquire within 300 ms/);
+      } finally {
+        await admin.call('CLIENT', 'UNPAUSE');
+      }
+      expect((await indicator.isHealthy('lock')).lock.status).toBe('up');
+    });
+
+    it('demoted to a replica (READONLY): down with the server refusal, up once it is a primary again', async () => {
+      const { indicator, locks } = await start({ commandTimeout: 300 });
+      const admin = redis.client();
+      await admin.call('REPLICAOF', '127.0.0.1', '1'); // a primary nobody runs: it stays a read-only replica
+      try {
+        expect(await acquireOutcome(locks, 'demoted')).toMatch(/^LockConnectionError: .*READONLY/);
+        const result = await indicator.isHealthy('lock');
+        expect(result.lock.status).toBe('down');
+        expect(result.lock.message).toMatch(/Redis health probe failed: READONLY/);
+      } finally {
+        await admin.call('REPLICAOF', 'NO', 'ONE');
+      }
+      expect((await indicator.isHealthy('lock')).lock.status).toBe('up');
+    });
+
+    it('writes nothing but its own key under the keyPrefix, with a short expiry', async () => {
+      const { indicator } = await start();
+      const admin = redis.client();
+      expect((await indicator.isHealthy('lock')).lock.status).toBe('up');
+      expect(await admin.keys('*')).toEqual(['health:health:probe']);
+      const pttl = await admin.pttl('health:health:probe');
+      expect(pttl).toBeGreaterThan(0);
+      expect(pttl).toBeLessThanOrEqual(1_000);
+    });
+  });
+
   it('is down at once when the Redis process is killed', async () => {
     const { indicator } = await start({ commandTimeout: 2_000 });
     const exit = await redis.kill9();
@@ -109,7 +183,7 @@ describe('LockHealthIndicator', () => {
     await sleep(50);
     const { result, ms } = await timed(() => indicator.isHealthy('lock'));
     expect(result.lock.status).toBe('down');
-    expect(result.lock.message).toMatch(/PING failed: /);
+    expect(result.lock.message).toMatch(/health probe/);
     expect(ms).toBeLessThan(2_000);
   });
 
@@ -131,7 +205,7 @@ describe('LockHealthIndicator', () => {
     const result = await indicator.isHealthy('lock');
     expect(result.lock).toMatchObject({ status: 'down', wakeChannel: 'disconnected' });
     expect(result.lock.message).toMatch(/wake-channel subscriber is not connected/);
-    expect(result.lock.message).not.toMatch(/PING/); // the command connection is fine
+    expect(result.lock.message).not.toMatch(/health probe/); // the command connection is fine
     expect(result.lock.roundTripMs).toBeGreaterThanOrEqual(0);
 
     await admin.config('SET', 'maxclients', '10000');
@@ -155,7 +229,7 @@ describe('LockHealthIndicator', () => {
     const result = await checking;
     expect(result.lock).toMatchObject({ status: 'down', leases: 1, laggingLeases: 1 });
     expect(result.lock.message).toMatch(/watchdog is not keeping up: 1 held lease/);
-    expect(result.lock.message).not.toMatch(/PING/);
+    expect(result.lock.message).not.toMatch(/health probe/);
     // The slow renewal still landed in time: the lock was never lost, and the check recovers.
     expect(await pollUntil(async () => (await indicator.isHealthy('lock')).lock.status === 'up', 5_000, 50)).toBe(true);
     expect(lock.isHeld()).toBe(true);
@@ -192,6 +266,22 @@ describe('LockHealthIndicator', () => {
     await expect(indicator.isHealthy('')).rejects.toThrow(/"key"/);
   });
 
+  it('refuses a misspelt option naming the one meant, and options that are not an object', async () => {
+    const { indicator } = await start();
+    const misspelt = { maxRoundtrip: 5 } as unknown as LockHealthOptions;
+    await expect(indicator.isHealthy('lock', misspelt)).rejects.toThrow(LockOptionsError);
+    await expect(indicator.isHealthy('lock', misspelt)).rejects.toThrow(
+      /"isHealthy options.maxRoundtrip": is not an option; did you mean maxRoundTrip\?/,
+    );
+    for (const wrong of [5, 'fast', [], null]) {
+      await expect(indicator.isHealthy('lock', wrong as unknown as LockHealthOptions)).rejects.toThrow(
+        /"isHealthy options": expected an options object/,
+      );
+    }
+    // Refused before any round trip, and the right options still pass.
+    expect((await indicator.isHealthy('lock', { maxRoundTrip: 1_000, renewalErrorWindow: 0 })).lock.status).toBe('up');
+  });
+
   it('GET /health answers 200 while healthy and 503 with the reason while Redis is frozen', async () => {
     await start({ commandTimeout: 400 });
     const ok = await request(app!.getHttpServer()).get('/health').expect(200);
@@ -200,7 +290,7 @@ describe('LockHealthIndicator', () => {
     try {
       const down = await request(app!.getHttpServer()).get('/health').expect(503);
       expect(down.body).toMatchObject({ status: 'error', error: { lock: { status: 'down' } } });
-      expect(down.body.error.lock.message).toMatch(/PING failed: /);
+      expect(down.body.error.lock.message).toMatch(/health probe/);
     } finally {
       redis.resume();
     }

@@ -7,6 +7,7 @@ import { runBoundedScript } from '../bounded-script';
 import { CommandArg, isNoScript, LuaScript, ScriptRunner } from '../lua-script';
 import { createRedisConnection, RedisClient } from '../redis-connection';
 import { WriteBatcher } from '../write-batcher';
+import { REDLOCK_SCRIPTS } from './redlock-scripts';
 
 /**
  * One independent Redis master of a Redlock set: its connection (ours or the user's), the state
@@ -58,10 +59,20 @@ export class RedlockNode {
     return this.deadlines.bound('isLocked', () => this.client.exists(key)).then((n) => n === 1);
   }
 
-  async ping(): Promise<number> {
+  /**
+   * The health probe (REDLOCK_PROBE_SCRIPT, `args` as it takes them): its round trip, and the ms this
+   * node still gives no votes (0: it votes). Order does not matter to it, so a NOSCRIPT is answered
+   * with the script's text at once.
+   */
+  async probe(args: readonly CommandArg[]): Promise<{ ms: number; recoveringFor: number }> {
     const sentAt = monotonicNow();
-    await this.deadlines.bound('ping', () => this.client.ping());
-    return monotonicNow() - sentAt;
+    const recoveringFor = await this.deadlines.bound(
+      'health probe',
+      (attempt) => this.scripts.run(REDLOCK_SCRIPTS.probe, args, attempt),
+      Number,
+      isNoScript,
+    );
+    return { ms: monotonicNow() - sentAt, recoveringFor };
   }
 
   /** `INFO <section>`, bounded like every call. */

@@ -1,6 +1,7 @@
 import { luaScript } from '../lua-script';
 import { FENCE_FUNCTIONS, PLACE_FUNCTIONS } from '../scripts/lua-functions';
 import { RENEW_SCRIPT } from '../scripts/renew.script';
+import { nodeSinceLua } from './node-since.lua';
 import { RAISED_FENCE_RETENTION_MS, TICKET_QUEUE_FUNCTIONS } from './ticket-queue.lua';
 
 /**
@@ -30,20 +31,9 @@ local now_ms
 if ARGV[4] ~= '0' then
   local recovery = tonumber(ARGV[4])
   now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-  local since = tonumber(redis.call('GET', KEYS[5]) or '')
-  if not since then
-    since = now_ms
-    redis.call('SET', KEYS[5], string.format('%.0f', now_ms))
-  end
-  -- A restart from an older snapshot (RDB, or an AOF fsynced every second) brings the marker back
-  -- without the locks granted after it: only the process's own uptime tells such a restart. Counted
-  -- from the latest moment the process can have started (whole seconds). A server that refuses INFO
-  -- to scripts leaves the marker alone to decide.
-  local info = redis.pcall('INFO', 'server')
-  local at = type(info) == 'string' and string.find(info, 'uptime_in_seconds:', 1, true)
-  local uptime = at and tonumber(string.match(info, '^%d+', at + 18))
-  if uptime and now_ms - uptime * 1000 > since then since = now_ms - uptime * 1000 end
-  if since + recovery > now_ms then return {2, since + recovery - now_ms} end
+` +
+  nodeSinceLua('KEYS[5]') +
+  `  if since + recovery > now_ms then return {2, since + recovery - now_ms} end
 end
 
 -- The common path, before the queue's functions are even defined: nobody queued (no queue key, so
@@ -168,6 +158,26 @@ end
 return 1
 `;
 
+/**
+ * The health probe of one node (RedlockStore.probe). A write first, as every vote is one: a node that
+ * refuses writes (out of memory, READONLY) or holds them (CLIENT PAUSE WRITE) fails the probe as it
+ * fails an acquire. Then how long the node still gives no votes, by the acquire's recovery rule.
+ * KEYS: probe key, node marker. ARGV: probe key ttl ms, recovery ms. Returns the ms left before the
+ * node votes (0: it votes now).
+ */
+export const REDLOCK_PROBE_SCRIPT =
+  `
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+if ARGV[2] == '0' then return 0 end
+local recovery = tonumber(ARGV[2])
+local clock = redis.call('TIME')
+local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+` +
+  nodeSinceLua('KEYS[2]') +
+  `if since + recovery > now_ms then return since + recovery - now_ms end
+return 0
+`;
+
 /** The scripts a Redlock node runs (renewal is the single-node one: owner-checked PEXPIRE). */
 export const REDLOCK_SCRIPTS = {
   acquire: luaScript(5, REDLOCK_ACQUIRE_SCRIPT),
@@ -176,4 +186,5 @@ export const REDLOCK_SCRIPTS = {
   giveBack: luaScript(4, REDLOCK_GIVE_BACK_SCRIPT),
   raiseFence: luaScript(2, REDLOCK_RAISE_FENCE_SCRIPT),
   renew: luaScript(1, RENEW_SCRIPT),
+  probe: luaScript(2, REDLOCK_PROBE_SCRIPT),
 } as const;

@@ -12,6 +12,8 @@ import { fenceProposal } from './fence-proposal';
 import { datedNodeHandover, NodeHandover } from './redlock-handovers';
 import type { Handover } from '../../core/handover-channel';
 import { monotonicNow } from '../../time/clock';
+import type { StoreProbe } from '../../core/store-probe';
+import { HEALTH_PROBE_TTL_MS, healthProbeKey } from '../health-probe';
 
 /** One node's answer to an acquire attempt. */
 type NodeAcquire =
@@ -60,6 +62,7 @@ export class RedlockStore implements LockStore {
   private readonly marker: string;
   private readonly lease: CommandArg;
   private readonly recovery: CommandArg;
+  private readonly probeKey: string;
 
   constructor(
     readonly nodes: readonly RedlockNode[],
@@ -71,6 +74,7 @@ export class RedlockStore implements LockStore {
     this.marker = nodeMarkerKey(settings.keyPrefix);
     this.lease = String(settings.waiterLease);
     this.recovery = String(settings.nodeRecoveryDelay);
+    this.probeKey = healthProbeKey(settings.keyPrefix);
   }
 
   keysFor(key: string): LockRedisKeys {
@@ -336,16 +340,38 @@ export class RedlockStore implements LockStore {
     return false;
   }
 
-  /** The round trip until a majority answered (what an acquire waits for at best). */
-  async ping(): Promise<number> {
-    const votes = await askAll(
-      this.nodes,
-      (node) => node.ping(),
-      (v) => count(v) >= this.quorum,
+  /**
+   * The health probe on every node at once (each bounded by its node timeout): the nodes that can
+   * vote answered it and are past nodeRecoveryDelay, by the acquire's own rule. Fewer than a majority:
+   * every acquire fails now, so the probe does. The round trip is that of the quorum-th fastest voter
+   * (what an acquire waits for at best). Waits for every node, so the count is exact.
+   */
+  async probe(): Promise<StoreProbe> {
+    const args = [this.probeKey, this.marker, HEALTH_PROBE_TTL_MS, this.recovery];
+    const answers = await askAll(this.nodes, (node) => node.probe(args));
+    const voters = answers.flatMap((a) => (a?.ok && a.value.recoveringFor <= 0 ? [a.value.ms] : [])).sort((a, b) => a - b);
+    const nodes = { total: this.nodes.length, voting: voters.length };
+    if (voters.length >= this.quorum) return { ms: voters[this.quorum - 1], nodes };
+    return { error: this.tooFewVoters(answers, voters.length), nodes };
+  }
+
+  private tooFewVoters(answers: ReadonlyArray<Vote<{ recoveringFor: number }> | undefined>, voting: number): LockConnectionError {
+    const recovering = answers.flatMap((a) => (a?.ok && a.value.recoveringFor > 0 ? [a.value.recoveringFor] : []));
+    const failure = firstFailure(answers);
+    const reasons: string[] = [];
+    const silent = this.nodes.length - count(answers);
+    if (silent > 0) reasons.push(`${silent} did not answer${failure ? ` (first failure: ${failure.message})` : ''}`);
+    if (recovering.length > 0) {
+      reasons.push(
+        `${recovering.length} (re)started, or lost their data, less than nodeRecoveryDelay (${this.settings.nodeRecoveryDelay} ms) ago ` +
+          `and give no votes yet (the first votes again in ${Math.min(...recovering)} ms)`,
+      );
+    }
+    return new LockConnectionError(
+      `only ${voting} of ${this.nodes.length} Redlock nodes can vote, ${this.quorum} needed, so every acquire fails: ${reasons.join('; ')}.`,
+      'health probe',
+      { cause: failure },
     );
-    const times = votes.flatMap((v) => (v?.ok ? [v.value] : [])).sort((a, b) => a - b);
-    if (times.length < this.quorum) throw this.fewAnswers('ping', undefined, votes);
-    return times[this.quorum - 1];
   }
 
   renewMany(requests: readonly RenewRequest[]): Promise<Array<boolean | Error>> {

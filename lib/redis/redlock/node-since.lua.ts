@@ -1,0 +1,24 @@
+/**
+ * Lua: sets the local `since`, the node-clock ms from which this node has kept its data, for the
+ * recovery rule (redlock-recovery in docs/design.md). Expects the local `now_ms` (node clock). The
+ * acquire script and the health probe share it, so the check never judges a node by another rule
+ * than the vote does.
+ *
+ * A missing marker (`markerKey`, a Lua expression) means the node started empty: it is written now,
+ * and the node votes `recovery` ms later. Writing it from a probe is as safe as from an acquire: the
+ * node is empty at that moment, so it cannot have forgotten a lock granted after it.
+ */
+export const nodeSinceLua = (markerKey: string): string => `  local since = tonumber(redis.call('GET', ${markerKey}) or '')
+  if not since then
+    since = now_ms
+    redis.call('SET', ${markerKey}, string.format('%.0f', now_ms))
+  end
+  -- A restart from an older snapshot (RDB, or an AOF fsynced every second) brings the marker back
+  -- without the locks granted after it: only the process's own uptime tells such a restart. Counted
+  -- from the latest moment the process can have started (whole seconds). A server that refuses INFO
+  -- to scripts leaves the marker alone to decide.
+  local info = redis.pcall('INFO', 'server')
+  local at = type(info) == 'string' and string.find(info, 'uptime_in_seconds:', 1, true)
+  local uptime = at and tonumber(string.match(info, '^%d+', at + 18))
+  if uptime and now_ms - uptime * 1000 > since then since = now_ms - uptime * 1000 end
+`;

@@ -1,0 +1,78 @@
+/**
+ * LockHealthIndicator over a Redis Cluster of three masters with one master frozen (SIGSTOP), one
+ * that does not hold the probe key's slot: the acquires of its third of the slots time out while
+ * the other masters answer. The check PINGs every master, so it says down every time, naming the
+ * frozen one, instead of up or down depending on which node a keyless PING happened to reach.
+ */
+import 'reflect-metadata';
+import { HealthIndicatorService } from '@nestjs/terminus';
+import { LockService } from '../../lib';
+import { lockRedisKeys } from '../../lib/redis/lock-redis-keys';
+import { LockHealthIndicator } from '../../lib/terminus';
+import { RedisCluster } from '../harness/redis-cluster';
+import type { RedisProcess } from '../harness/redis-process';
+import { redisKeySlot } from '../harness/redis-key-slot';
+import { pollUntil } from '../unit/core-helpers';
+
+const KEY_PREFIX = 'hc:';
+const COMMAND_TIMEOUT = 300;
+/** The key the check writes (lib/redis/health-probe.ts), spelt out: a test of the old code must compile. */
+const PROBE_KEY = `${KEY_PREFIX}health:probe`;
+
+describe('LockHealthIndicator over a Redis Cluster', () => {
+  let cluster: RedisCluster;
+  let locks: LockService;
+  let indicator: LockHealthIndicator;
+
+  beforeAll(async () => {
+    cluster = await RedisCluster.start(3);
+    locks = new LockService({ redis: cluster.client(), keyPrefix: KEY_PREFIX, commandTimeout: COMMAND_TIMEOUT });
+    await locks.onModuleInit();
+    indicator = new LockHealthIndicator(locks, new HealthIndicatorService());
+  }, 30_000);
+
+  afterAll(async () => {
+    for (const node of cluster?.nodes ?? []) node.resume();
+    await locks?.close();
+    await cluster?.stop();
+  });
+
+  /** The first key `k<i>` whose lock lives on `node`. */
+  async function keyOn(node: RedisProcess): Promise<string> {
+    for (let i = 0; ; i++) {
+      if ((await cluster.ownerOf(redisKeySlot(lockRedisKeys(KEY_PREFIX, `k${i}`).lock))) === node) return `k${i}`;
+    }
+  }
+
+  it('is down on every check while one master is frozen, naming it, and up once it runs again', async () => {
+    expect((await indicator.isHealthy('lock')).lock.status).toBe('up');
+    const probeOwner = await cluster.ownerOf(redisKeySlot(PROBE_KEY));
+    const frozen = cluster.nodes.find((n) => n !== probeOwner)!;
+    const [frozenKey, liveKey] = [await keyOn(frozen), await keyOn(probeOwner)];
+
+    frozen.pause();
+    try {
+      // Well within cluster-node-timeout (2 s): the others do not mark it failed, the cluster stays ok.
+      const [checks, onFrozen, onLive] = await Promise.all([
+        Promise.all(Array.from({ length: 6 }, () => indicator.isHealthy('lock'))),
+        locks.acquire(frozenKey, { onBusy: 'throw' }).then(
+          () => 'acquired',
+          (e: Error) => `${e.constructor.name}: ${e.message}`,
+        ),
+        locks.acquire(liveKey, { onBusy: 'throw' }).then(async (lock) => (await lock.release(), 'acquired')),
+      ]);
+      // The fault: the frozen master's keys cannot be locked, the others can.
+      expect(onFrozen).toMatch(new RegExp(`^LockConnectionError: Redis did not answer acquire within ${COMMAND_TIMEOUT} ms`));
+      expect(onLive).toBe('acquired');
+      for (const check of checks) {
+        expect(check.lock.status).toBe('down');
+        expect(check.lock.message).toMatch(
+          new RegExp(`Redis did not answer ping of Cluster master 127\\.0\\.0\\.1:${frozen.port} within ${COMMAND_TIMEOUT} ms`),
+        );
+      }
+    } finally {
+      frozen.resume();
+    }
+    expect(await pollUntil(async () => (await indicator.isHealthy('lock')).lock.status === 'up', 3_000, 50)).toBe(true);
+  });
+});
