@@ -65,6 +65,11 @@ export class ConnectionState implements CommandGate {
     return this.lastError ? ` (${this.lastError.message})` : '';
   }
 
+  /** What to check, when the last error says more than "not reachable" (a Sentinel setup's own failures). */
+  private get hint(): string {
+    return sentinelHint(this.lastError?.message);
+  }
+
   admit(operation: string): undefined | Error | 'wait' {
     const { status } = this.client;
     if (status === 'ready') {
@@ -101,7 +106,7 @@ export class ConnectionState implements CommandGate {
   notReachable(operation: string, waitedMs: number): Error {
     return new LockConnectionError(
       `${this.target} is not reachable${this.reason}: no connection within ${waitedMs} ms, so ${operation} was not sent. ` +
-        `Check the redis option and that the server is running; lock calls fail with LockConnectionError until it is reachable.`,
+        `Check the redis option and that the server is running; lock calls fail with LockConnectionError until it is reachable.${this.hint}`,
       operation,
     );
   }
@@ -112,7 +117,7 @@ export class ConnectionState implements CommandGate {
       `${this.target} is not reachable${this.reason}: no connection within ${waitedMs} ms (startupTimeout), so the application ` +
         `did not start (requireRedisAtStartup). Check the redis option and that the server is running, raise startupTimeout ` +
         `if Redis starts slowly, or set requireRedisAtStartup: false to start without it (lock calls then fail with ` +
-        `LockConnectionError until Redis is reachable).`,
+        `LockConnectionError until Redis is reachable).${this.hint}`,
       'connect',
     );
   }
@@ -121,7 +126,7 @@ export class ConnectionState implements CommandGate {
     if (!(error instanceof Error) || !IOREDIS_CONNECTION_FAILURE.test(error.message)) return undefined;
     if (!this.everReady) {
       return new LockConnectionError(
-        `Redis ${operation} failed: ${this.target} is not reachable${this.reason}. Check the redis option and that the server is running.`,
+        `Redis ${operation} failed: ${this.target} is not reachable${this.reason}. Check the redis option and that the server is running.${this.hint}`,
         operation,
         { cause: error },
       );
@@ -153,4 +158,20 @@ function nodeText(node: ClusterNode): string {
   if (typeof node === 'number') return `localhost:${node}`;
   if (typeof node === 'string') return node;
   return `${node.host ?? 'localhost'}:${node.port ?? 6379}`;
+}
+
+/**
+ * ioredis' Sentinel errors name a symptom; this names what to check. A wrong primary name is answered
+ * by every Sentinel ("No such master with that name"); Sentinels that refuse or drop the connection
+ * leave only "All sentinels are unreachable … Connection is closed" (the system's reason is lost).
+ */
+export function sentinelHint(message: string | undefined): string {
+  if (message === undefined) return '';
+  if (/No such master with that name/i.test(message)) {
+    return ' The Sentinels monitor no primary by the configured name: check the name option (SENTINEL MASTERS on a Sentinel lists the names it monitors).';
+  }
+  if (/All sentinels are unreachable/i.test(message)) {
+    return ' None of the Sentinels answered: check their hosts and ports (26379 by default) and that they run.';
+  }
+  return '';
 }

@@ -7,7 +7,7 @@
  * Each case first proves its fault: the old master's pid is gone and the Sentinels name another
  * master.
  */
-import { LockConnectionError } from '../../lib';
+import { LockConnectionError, LockService } from '../../lib';
 import { checkHistory, Section } from '../harness/history';
 import { SentinelGroup } from '../harness/sentinel-group';
 import { LockContenders } from './workers/support/lock-contenders';
@@ -59,6 +59,28 @@ describe('T6 Sentinel failover', () => {
     const lock = await t6.calls.track('acquire via sentinels', configured.acquire('a:key'));
     expect(await t6.group.master.client().get('t6:{a:key}')).toBe(lock.token);
     expect(await t6.calls.track('release', lock.release())).toBe(true);
+  });
+
+  it('(a2) startup through Sentinels that do not know the name, or do not answer: the error says what to check', async () => {
+    t6.group = await SentinelGroup.start({ replicas: 1 });
+    const cases = [
+      { redis: { sentinels: t6.group.sentinelAddresses, name: 'nosuch' }, hint: /check the name option/ },
+      {
+        redis: { sentinels: [{ host: '127.0.0.1', port: 1 }], name: t6.group.name },
+        hint: /None of the Sentinels answered: check their hosts and ports/,
+      },
+    ];
+    for (const { redis, hint } of cases) {
+      const service = new LockService({ redis, keyPrefix: 't6:', commandTimeout: COMMAND_TIMEOUT, startupTimeout: 1_000 });
+      try {
+        const error = (await service.onModuleInit().catch((e: unknown) => e)) as Error;
+        expect(error).toBeInstanceOf(LockConnectionError);
+        expect(error.message).toMatch(/did not start/);
+        expect(error.message).toMatch(hint);
+      } finally {
+        await service.close();
+      }
+    }
   });
 
   it('(b) kill -9 of the master under load: a replica is promoted, contenders see only LockConnectionError meanwhile and resume, 0 overlaps, rising fences', async () => {
@@ -137,11 +159,14 @@ describe('T6 Sentinel failover', () => {
       const b = await after.tryAcquire('c:key').catch(() => null);
       const bAt = stamp();
       await sleep(20);
-      for (const [lock, worker, enterAt] of [[a, 'before', aAt], [b, 'after', bAt]] as const) {
+      for (const [lock, worker, enterAt] of [
+        [a, 'before', aAt],
+        [b, 'after', bAt],
+      ] as const) {
         if (lock) sections.push({ worker, key: 'c:key', fence: lock.fencingToken, enterAt, exitAt: stamp() });
       }
       if (a && b) doubleGrants++;
-      await Promise.all([a?.release(), b?.release()].map((p) => p?.catch(() => false)));
+      await Promise.all([a, b].map((lock) => lock?.release().catch(() => false) ?? false));
       await sleep(50);
     }
     console.log(`T6 (c) ${rounds} rounds, old primary still a master in ${oldStillWritableMaster}; double grants ${doubleGrants}`);
