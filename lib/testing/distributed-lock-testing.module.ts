@@ -1,8 +1,9 @@
-import { Module } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { LOCK_BACKEND } from '../core/lock-backend';
 import { LOCK_MODULE_EXPORTS, LOCK_MODULE_PROVIDERS } from '../lock-module-providers';
-import { DistributedLockTestingConfigurableModule } from './distributed-lock-testing.module-definition';
+import { assertForRootOptions } from '../options/for-root-options';
+import { DISTRIBUTED_LOCK_TESTING_FOR_ROOT_OPTIONS, DistributedLockTestingConfigurableModule } from './distributed-lock-testing.module-definition';
 import { LockTestingController } from './lock-testing.controller';
 
 /**
@@ -19,4 +20,9 @@ import { LockTestingController } from './lock-testing.controller';
   ],
   exports: [...LOCK_MODULE_EXPORTS, LockTestingController],
 })
-export class DistributedLockTestingModule extends DistributedLockTestingConfigurableModule {}
+export class DistributedLockTestingModule extends DistributedLockTestingConfigurableModule {
+  static forRoot(options: typeof DISTRIBUTED_LOCK_TESTING_FOR_ROOT_OPTIONS): DynamicModule {
+    assertForRootOptions('DistributedLockTestingModule', options);
+    return super.forRoot(options);
+  }
+}
