@@ -5,20 +5,20 @@
  * reaches a server (every refusal comes before a connection; the client given is lazy and never used).
  */
 import 'reflect-metadata';
-import { DynamicModule, Module } from '@nestjs/common';
+import { DynamicModule, Injectable, Module, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
-import { DistributedLockModule, DistributedLockModuleOptions, LockOptionsError } from '../../lib';
+import { Deferred, DistributedLockError, DistributedLockModule, DistributedLockModuleOptions, Locked, LockOptionsError } from '../../lib';
 import { DistributedLockTestingModule } from '../../lib/testing';
 
 const three = ['redis://10.0.0.1:6379', 'redis://10.0.0.2:6379', 'redis://10.0.0.3:6379'];
 
 /** The error a module's startup throws (forRoot, compile or init), or 'started'. */
-async function startupError(makeModule: () => DynamicModule): Promise<unknown> {
+async function startupError(makeModule: () => DynamicModule, providers: Provider[] = []): Promise<unknown> {
   let moduleRef;
   try {
     const lockModule = makeModule();
-    @Module({ imports: [lockModule] })
+    @Module({ imports: [lockModule], providers })
     class AppModule {}
     moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
     moduleRef.useLogger(false);
@@ -48,6 +48,12 @@ describe('the testing module refuses the options production refuses, with the sa
     ['nodes with nodeRecoveryDelay below the ttl', { nodes: three, ttl: 10_000, nodeRecoveryDelay: 5_000 }],
     ['nodes with replicaAcks', { nodes: three, replicaAcks: 1 }],
     ['isGlobal: not a boolean', { isGlobal: 'yes' }],
+    ["defer: 'yes'", { defer: 'yes' }],
+    ["defer: { queueName: 'has space' }", { defer: { queueName: 'has space' } }],
+    ['defer: { attempts: -1 }', { defer: { attempts: -1 } }],
+    ['defer: { nosuchkey: 1 }', { defer: { nosuchkey: 1 } }],
+    ['defer: { jobLease: 5 }', { defer: { jobLease: 5 } }],
+    ['defer with nodes', { nodes: three, defer: {} }],
   ])('%s', async (_case, options) => {
     const withRedis = ('nodes' in options ? options : { redis: lazy, ...options }) as DistributedLockModuleOptions;
     const production = await startupError(() => DistributedLockModule.forRoot(withRedis));
@@ -62,6 +68,24 @@ describe('the testing module refuses the options production refuses, with the sa
     const testing = await startupError(() => DistributedLockTestingModule.forRoot('redis://10.0.0.1' as never));
     expect(production).toBeInstanceOf(LockOptionsError);
     expect(testing).toBeInstanceOf(LockOptionsError);
+    expect((testing as Error).message).toBe((production as Error).message.replace('DistributedLockModule', 'DistributedLockTestingModule'));
+  });
+
+  it("an onBusy 'defer' method without the defer option fails startup in both, each naming its own module", async () => {
+    @Injectable()
+    class Mailer {
+      @Locked('mail:<0>', { onBusy: 'defer' })
+      async send(id: string): Promise<string | Deferred> {
+        return id;
+      }
+    }
+    const production = await startupError(
+      () => DistributedLockModule.forRoot({ redis: lazy, requireRedisAtStartup: false, commandTimeout: 100, shutdownTimeout: 100 }),
+      [Mailer],
+    );
+    const testing = await startupError(() => DistributedLockTestingModule.forRoot({}), [Mailer]);
+    expect(production).toBeInstanceOf(DistributedLockError);
+    expect((production as Error).message).toMatch(/^Mailer\.send use onBusy 'defer', but DistributedLockModule has no "defer" option/);
     expect((testing as Error).message).toBe((production as Error).message.replace('DistributedLockModule', 'DistributedLockTestingModule'));
   });
 
