@@ -1,44 +1,55 @@
-import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import type { BullmqDeferQueue, DeferTarget } from './defer/bullmq-defer-queue';
+import { DEFER_QUEUE_FACTORY, type DeferJobQueue, type DeferQueueFactory, type DeferTarget } from './defer/defer-job-queue';
 import { attachDeferQueue } from './defer/defer-queue';
 import { deferredMethodsOf } from './defer/deferred-methods';
 import { resolveDeferOptions } from './defer/resolve-defer-options';
 import { DISTRIBUTED_LOCK_OPTIONS } from './distributed-lock.module-definition';
 import { DistributedLockError } from './errors/distributed-lock.error';
 import { LockService } from './lock.service';
-import type { DistributedLockModuleOptions, RedisConnectionOption } from './options/distributed-lock-module-options.interface';
+import type { DistributedLockModuleOptions } from './options/distributed-lock-module-options.interface';
 import type { ResolvedDeferOptions } from './options/defer-options.interface';
 
+/** DistributedLockModule's queues: BullMQ, loaded only when a module has a `defer` option (bullmq is an optional peer). */
+const BULLMQ_DEFER_QUEUES: DeferQueueFactory = {
+  moduleName: 'DistributedLockModule',
+  create: (context) =>
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazy: bullmq (optional peer) is loaded only with a defer option
+    (require('./defer/bullmq-defer-queue') as typeof import('./defer/bullmq-defer-queue')).BullmqDeferQueue.create(context),
+};
+
 /**
- * Wires `@Locked(…, { onBusy: 'defer' })` to BullMQ when the module has a `defer` option (bullmq is loaded
- * only then): attaches the queue to this application's LockService at init, starts the worker over the
- * deferring methods of singleton providers and controllers (by `ClassName.method`) once the application is
- * up, and at shutdown closes the worker (running jobs finish) before the LockService closes its engine,
- * and the queue alongside it.
+ * Wires `@Locked(…, { onBusy: 'defer' })` to a queue when the module has a `defer` option (validated here,
+ * at startup, whatever the queue): attaches the queue to this application's LockService at init, starts the
+ * worker over the deferring methods of singleton providers and controllers (by `ClassName.method`) once the
+ * application is up, and at shutdown closes the worker (running jobs finish) before the LockService closes
+ * its engine, and the queue alongside it. The queue is BullMQ's unless the module provides another
+ * (DEFER_QUEUE_FACTORY: the testing module's runs jobs in process).
  */
 @Injectable()
 export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly settings?: ResolvedDeferOptions;
-  private queue?: BullmqDeferQueue;
+  private queue?: DeferJobQueue;
+  private readonly queues: DeferQueueFactory;
 
   constructor(
     private readonly discovery: DiscoveryService,
     @Inject(DISTRIBUTED_LOCK_OPTIONS) private readonly options: DistributedLockModuleOptions,
     private readonly locks: LockService,
+    // Typed `unknown` like LockService's backend: the public declaration shows users no queue internals.
+    @Optional() @Inject(DEFER_QUEUE_FACTORY) queues?: unknown,
   ) {
     this.settings = resolveDeferOptions(options.defer);
+    this.queues = (queues as DeferQueueFactory | undefined) ?? BULLMQ_DEFER_QUEUES;
   }
 
   onModuleInit(): void {
     if (!this.settings) return;
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazy: bullmq (optional peer) is loaded only with a defer option
-    const { BullmqDeferQueue: QueueClass } = require('./defer/bullmq-defer-queue') as typeof import('./defer/bullmq-defer-queue');
-    // `defer` with `nodes` (Redlock: no single Redis for the queue) was refused when the LockService was built.
     const { engine } = this.locks;
     const limits = { commandTimeout: engine.settings.commandTimeout, shutdownTimeout: engine.settings.shutdownTimeout };
-    this.queue = new QueueClass(this.settings, this.options.redis as RedisConnectionOption, limits, engine.metrics, engine.logger);
+    const { settings, options } = this;
+    this.queue = this.queues.create({ settings, options, limits, metrics: engine.metrics, logger: engine.logger });
     attachDeferQueue(this.locks, this.queue);
   }
 
@@ -57,7 +68,7 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
       await this.locks.close();
       const names = [...targets.keys()].join(', ');
       throw new DistributedLockError(
-        `${names} use onBusy 'defer', but DistributedLockModule has no "defer" option: add defer: {} (BullMQ settings) to forRoot.`,
+        `${names} use onBusy 'defer', but ${this.queues.moduleName} has no "defer" option: add defer: {} to its forRoot (see docs/defer.md).`,
       );
     }
     if (this.queue && this.settings?.worker) {
@@ -71,7 +82,7 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
    * Nest runs every beforeApplicationShutdown before closing the HTTP server and before any
    * onApplicationShutdown (where the LockService closes): the worker stops taking jobs, jobs waiting for
    * their lock go back to the queue, running jobs are told through their lock's signal and finish under
-   * their locks, bounded by shutdownTimeout (see BullmqDeferQueue.closeWorker). The queue stays attached
+   * their locks, bounded by shutdownTimeout (see DeferJobQueue.closeWorker). The queue stays attached
    * meanwhile: requests still being served can run (free key) or enqueue (busy key) for another instance.
    */
   async beforeApplicationShutdown(): Promise<void> {

@@ -1,10 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { Logger } from '@nestjs/common';
 import type { Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Lock } from '../core/lock';
 import { DistributedLockError } from '../errors/distributed-lock.error';
-import { LockLostError } from '../errors/lock-lost.error';
 import type { RedisConnectionOption } from '../options/distributed-lock-module-options.interface';
 import { bullmqConnection, type BullmqConnectionRole } from '../redis/bullmq-connection';
 import { closeConnection, waitUntilReady } from '../redis/redis-connection';
@@ -13,45 +10,18 @@ import type { LockMetrics } from '../observability/lock-metrics';
 import { monotonicNow } from '../time/clock';
 import { settledWithin, withDeadline } from '../time/deadline';
 import { Deferred } from './deferred';
-import { decodeDeferredArguments, encodeDeferredArguments, type EncodedArguments } from './defer-arguments';
-import type { DeferQueue } from './defer-queue';
-import type { DeferredMethod } from './deferred-methods';
+import { encodeDeferredArguments, type EncodedArguments } from './defer-arguments';
+import type { DeferJobQueue, DeferLimits, DeferQueueContext, DeferTarget, RunUnderLock } from './defer-job-queue';
 import { prepareDeferKeyJob } from './defer-key-job';
+import { DEFER_KEY_WINDOW_MS, deferKeyJobId } from './defer-key-job-id';
+import { deferredMetricName, type DeferredMethod } from './deferred-methods';
+import { runDeferredJob, type DeferredJobData } from './deferred-job-run';
 import { enqueueFailure, enqueueNotSent, enqueueTimeout } from './enqueue-failure';
 import { isFinalFailure } from './final-failure';
-import { JobDrain } from './job-drain';
-import { storableResult } from './storable-result';
+import { JobDrain, workerShutdownNotice } from './job-drain';
 
-/** What a job carries: the method's stable name and its arguments (JSON). */
-interface DeferredJobData extends EncodedArguments {
-  readonly method: string;
-}
-
-/** A deferring method and the (singleton) instance the worker runs it on. */
-export interface DeferTarget {
-  readonly instance: object;
-  readonly method: DeferredMethod;
-}
-
-/**
- * How the worker takes a target's lock: the application's `withLock` with the method's options and 'retry',
- * around `body`, which runs the method (or nothing, when the job left while waiting for the lock).
- */
-export type RunUnderLock = (target: DeferTarget, args: unknown[], body: (lock: Lock) => Promise<unknown>) => Promise<unknown>;
-
-/** The lock module's bounds, applied to BullMQ's calls too. */
-export interface DeferLimits {
-  /** Bound of an enqueue (module `commandTimeout`). */
-  readonly commandTimeout: number;
-  /** Bound of the worker's drain and of the queue's close (module `shutdownTimeout`). */
-  readonly shutdownTimeout: number;
-}
-
-/** Completed jobs stay this long, so a repeated defer with the same `deferKey` is still recognised (idempotency window). */
-const KEEP_COMPLETED_SECONDS = 3600;
-
-/** What a run resolves to when it left while waiting for its lock (the worker started closing): the method did not run. */
-const NOT_RUN = Symbol('not-run');
+/** Completed jobs stay as long as they stand for repeated defers with their `deferKey`. */
+const KEEP_COMPLETED_SECONDS = DEFER_KEY_WINDOW_MS / 1000;
 
 /**
  * The BullMQ side of `onBusy: 'defer'`: a Queue every instance enqueues on and, unless `worker: false`, a
@@ -59,7 +29,7 @@ const NOT_RUN = Symbol('not-run');
  * Its connections are its own, built from the module's `redis` option, or `duplicate()`d from a client you
  * passed, and closed by `close()` (see bullmq-connection.ts for what each is configured for).
  */
-export class BullmqDeferQueue implements DeferQueue {
+export class BullmqDeferQueue implements DeferJobQueue {
   private readonly bullmq: typeof import('bullmq');
   private readonly connections: Redis[] = [];
   private readonly queue: Queue<DeferredJobData>;
@@ -85,6 +55,12 @@ export class BullmqDeferQueue implements DeferQueue {
     this.queue.on('error', (error) => this.logger.warn(`Defer queue "${options.queueName}": ${error.message}`));
   }
 
+  /** The production queue of a lock module's coordinator (see DeferQueueFactory). */
+  static create({ settings, options, limits, metrics, logger }: DeferQueueContext): BullmqDeferQueue {
+    // `defer` with `nodes` (Redlock: no single Redis for the queue) was refused when the LockService was built.
+    return new BullmqDeferQueue(settings, options.redis as RedisConnectionOption, limits, metrics, logger);
+  }
+
   get closed(): boolean {
     return this.closing !== undefined;
   }
@@ -105,7 +81,7 @@ export class BullmqDeferQueue implements DeferQueue {
 
   private async add(method: DeferredMethod, args: readonly unknown[], deferKey: readonly string[] | undefined): Promise<Deferred> {
     const encoded = encodeDeferredArguments(args, method.where);
-    const jobId = deferKey ? idempotentJobId(method.name, deferKey) : undefined;
+    const jobId = deferKey ? deferKeyJobId(method.name, deferKey) : undefined;
     const { commandTimeout } = this.limits;
     // BullMQ holds an add until its connection is ready, however long that takes, and our deadline cannot
     // cancel it: an add handed over while Redis is unreachable would land whenever Redis is back, after
@@ -122,7 +98,7 @@ export class BullmqDeferQueue implements DeferQueue {
     } catch (error) {
       throw enqueueFailure(method.name, error);
     }
-    this.metrics.deferred(lockNameOf(method), 'enqueued');
+    this.metrics.deferred(deferredMetricName(method), 'enqueued');
     return new Deferred(id, method.name, this.options.queueName);
   }
 
@@ -138,7 +114,6 @@ export class BullmqDeferQueue implements DeferQueue {
     return job.id ?? '';
   }
 
-  /** Starts this instance's worker over the deferring methods found at startup (by stable name). */
   startWorker(targets: ReadonlyMap<string, DeferTarget>, run: RunUnderLock): void {
     const worker = new this.bullmq.Worker<DeferredJobData>(this.options.queueName, (job, token) => this.process(job, token, targets, run), {
       connection: this.connect('worker'),
@@ -184,7 +159,7 @@ export class BullmqDeferQueue implements DeferQueue {
     const startedAt = monotonicNow();
     // Stops fetching without waiting for the running jobs: that wait is the bounded one below.
     worker.pause(true).catch(() => undefined);
-    this.drain.begin((lock) => new LockLostError(lock.key, 'shutdown', shutdownNotice(shutdownTimeout)));
+    this.drain.begin(workerShutdownNotice(shutdownTimeout, 'A job still running after that is run again by another instance'));
     const drained = await this.drain.untilIdle(shutdownTimeout);
     if (!drained) {
       this.logger.error(
@@ -220,41 +195,14 @@ export class BullmqDeferQueue implements DeferQueue {
     return this.closing;
   }
 
-  private async process(
+  private process(
     job: Job<DeferredJobData>,
     token: string | undefined,
     targets: ReadonlyMap<string, DeferTarget>,
     run: RunUnderLock,
   ): Promise<unknown> {
-    const target = targets.get(job.data.method);
-    if (!target) throw new DistributedLockError(`No singleton provider with the deferring method ${job.data.method} on this instance.`);
-    // Fetched as the worker started closing: not started, so back to the queue for another instance.
-    if (this.drain.draining) return this.giveBack(job, token);
-    const jobRun = this.drain.start(job.id ?? '');
-    try {
-      const args = decodeDeferredArguments(job.data);
-      const running = run(target, args, (lock) =>
-        jobRun.enter(lock) ? Promise.resolve(Reflect.apply(target.method.original, target.instance, args)) : Promise.resolve(NOT_RUN),
-      );
-      let result: unknown;
-      try {
-        result = await Promise.race([running, jobRun.left.then(() => NOT_RUN)]);
-      } catch (error) {
-        // The failed set keeps the message only: put the error's type name in it (`LockTimeoutError: …`).
-        const e = error instanceof Error ? error : new Error(String(error));
-        throw Object.assign(new Error(`${e.name}: ${e.message}`), { name: e.name });
-      }
-      if (result === NOT_RUN) {
-        // Still waiting for its lock when the worker started closing. The wait goes on in the lock service
-        // until it ends (a grant then runs nothing and is released); the job leaves now.
-        running.catch(() => undefined);
-        return await this.giveBack(job, token);
-      }
-      // The method ran: from here on nothing may fail the job (a failed job is run again).
-      return storableResult(result, job.data.method, job.id, this.logger);
-    } finally {
-      jobRun.end();
-    }
+    const { drain, logger } = this;
+    return runDeferredJob({ jobId: job.id ?? '', data: job.data, targets, run, drain, logger, giveBack: () => this.giveBack(job, token) });
   }
 
   /**
@@ -281,7 +229,7 @@ export class BullmqDeferQueue implements DeferQueue {
 
   private metricName(job: Job<DeferredJobData>, targets: ReadonlyMap<string, DeferTarget>): string {
     const target = targets.get(job.data.method);
-    return target ? lockNameOf(target.method) : job.data.method;
+    return target ? deferredMetricName(target.method) : job.data.method;
   }
 
   private connect(role: BullmqConnectionRole): Redis {
@@ -299,17 +247,6 @@ export class BullmqDeferQueue implements DeferQueue {
     this.connections.push(connection);
     return connection;
   }
-}
-
-const lockNameOf = (m: DeferredMethod): string => m.lockOptions.name ?? m.name;
-
-const shutdownNotice = (shutdownTimeout: number) =>
-  `the application is shutting down and the worker running this deferred job is closing; finish or stop the job within ` +
-  `shutdownTimeout (${shutdownTimeout} ms). A job still running after that is run again by another instance`;
-
-/** A jobId BullMQ accepts (no ':' and not an integer), one per resolved deferKey of the method. */
-function idempotentJobId(method: string, keys: readonly string[]): string {
-  return `${method}#${createHash('sha256').update(keys.join('\0')).digest('base64url').slice(0, 32)}`;
 }
 
 /** bullmq, required on first use only (optional peer dependency). */

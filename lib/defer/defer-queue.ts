@@ -1,7 +1,10 @@
 import type { DeferredMethod } from './deferred-methods';
 import type { Deferred } from './deferred';
 
-/** What the `@Locked` wrapper needs of the queue: enqueue one call, and whether it still can. Implemented over BullMQ (bullmq-defer-queue.ts). */
+/**
+ * What the `@Locked` wrapper needs of the queue: enqueue one call, and whether it still can. Implemented over BullMQ
+ * (bullmq-defer-queue.ts) and, for the testing module, in memory (lib/testing/memory-defer-queue.ts).
+ */
 export interface DeferQueue {
   /** `deferKey`: the method's resolved deferKey (resolved by the caller, with the method's `this`), if it has one. */
   enqueue(method: DeferredMethod, args: readonly unknown[], deferKey?: readonly string[]): Promise<Deferred>;

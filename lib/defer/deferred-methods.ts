@@ -37,3 +37,6 @@ export function deferredMethodsOf(instance: object): DeferredMethod[] {
   }
   return found;
 }
+
+/** The bounded metric name of a deferring method's lock: its `name` option, else `ClassName.method`. */
+export const deferredMetricName = (method: DeferredMethod): string => method.lockOptions.name ?? method.name;

@@ -1,5 +1,5 @@
 import type { Lock } from '../core/lock';
-import type { LockLostError } from '../errors/lock-lost.error';
+import { LockLostError } from '../errors/lock-lost.error';
 import { IdleWait } from '../time/idle-wait';
 
 /**
@@ -81,4 +81,19 @@ export class JobDrain {
   ended(run: JobRun): void {
     if (this.runs.delete(run) && this.runs.size === 0) this.idleWait.idleNow();
   }
+}
+
+/**
+ * What a job running under its lock is told when its worker starts closing: its lock's signal aborts with
+ * this LockLostError (reason 'shutdown'), as LockService.close() tells direct calls. `afterwards`: what
+ * becomes of a job still running after `shutdownTimeout`, which depends on what keeps the queue.
+ */
+export function workerShutdownNotice(shutdownTimeout: number, afterwards: string): (lock: Lock) => LockLostError {
+  return (lock) =>
+    new LockLostError(
+      lock.key,
+      'shutdown',
+      `the application is shutting down and the worker running this deferred job is closing; finish or stop the job within ` +
+        `shutdownTimeout (${shutdownTimeout} ms). ${afterwards}`,
+    );
 }

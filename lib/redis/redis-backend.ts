@@ -1,11 +1,8 @@
 import type { LockBackend, LockBackendContext, LockBackendFactory } from '../core/lock-backend';
-import { LockOptionsError } from '../errors/lock-options.error';
-import type { DistributedLockModuleOptions } from '../options/distributed-lock-module-options.interface';
-import type { ResolvedModuleOptions } from '../options/resolve-options';
+import { assertRedisOption } from '../options/connection-option';
 import { reportConnectionHealth } from './connection-health';
-import { assertConnectionOption } from './connection-option';
 import { ConnectionState } from './connection-state';
-import { RedisConnection, closeConnection, connectTimeoutFor, createRedisConnection, isClusterClient, waitUntilReady } from './redis-connection';
+import { RedisConnection, closeConnection, connectTimeoutFor, createRedisConnection, waitUntilReady } from './redis-connection';
 import { RedisLockStore } from './redis-lock-store';
 import { RedlockBackend } from './redlock';
 import { ReplicaAcks } from './replica-acks';
@@ -29,7 +26,7 @@ class RedisBackend implements LockBackend {
 
   constructor(private readonly context: LockBackendContext) {
     const { options, settings, serviceId, logger, shutdown } = context;
-    assertRedisOptions(options, settings);
+    assertRedisOption(options, settings, 'required');
     this.connection = createRedisConnection(options.redis!, settings.commandTimeout);
     const { client, owned } = this.connection;
     try {
@@ -82,25 +79,5 @@ class RedisBackend implements LockBackend {
   async close(): Promise<void> {
     await this.wakeChannel.close();
     if (this.connection.owned) await closeConnection(this.connection.client, this.context.settings.shutdownTimeout);
-  }
-}
-
-/**
- * The options only a Redis backend reads. WAIT confirms the writes of one connection to one primary's
- * replicas: a Cluster client spreads locks over several primaries (not supported).
- */
-function assertRedisOptions(options: DistributedLockModuleOptions, settings: ResolvedModuleOptions): void {
-  if (options.redis === undefined || options.redis === null || options.redis === '') {
-    throw new LockOptionsError(
-      'redis',
-      "missing: pass a URL ('redis://127.0.0.1:6379'), ioredis options, or a Redis/Cluster instance; or 'nodes' for Redlock over independent masters.",
-    );
-  }
-  assertConnectionOption('redis', options.redis);
-  if (settings.replicaAcks > 0 && isClusterClient(options.redis)) {
-    throw new LockOptionsError(
-      'replicaAcks',
-      'is not supported with a Redis Cluster client; use a single primary with replicas (e.g. under Sentinel), or leave it 0.',
-    );
   }
 }

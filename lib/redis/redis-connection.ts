@@ -1,27 +1,13 @@
-import Redis, { Cluster, RedisOptions } from 'ioredis';
+import Redis, { RedisOptions } from 'ioredis';
 import type { RedisConnectionOption } from '../options/distributed-lock-module-options.interface';
+import { isClusterClient, isRedisClient, type RedisClient } from '../options/redis-client-shape';
 
-export type RedisClient = Redis | Cluster;
+export { isClusterClient, isRedisClient, type RedisClient };
 
 export interface RedisConnection {
   client: RedisClient;
   /** True when the module created the client and therefore must close it (never a user's client). */
   owned: boolean;
-}
-
-/** A Redis Cluster client (duck-typed, like isRedisClient: a client from another copy of ioredis counts too). */
-export function isClusterClient(client: unknown): client is Cluster {
-  return (client as { isCluster?: unknown } | null)?.isCluster === true;
-}
-
-/** Duck-typed so a client from another copy of ioredis (a different node_modules) is still recognised. */
-export function isRedisClient(value: unknown): value is RedisClient {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as RedisClient).defineCommand === 'function' &&
-    typeof (value as RedisClient).duplicate === 'function'
-  );
 }
 
 /**

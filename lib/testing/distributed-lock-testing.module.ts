@@ -1,8 +1,11 @@
-import { Module } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { LOCK_BACKEND } from '../core/lock-backend';
+import { DEFER_QUEUE_FACTORY } from '../defer/defer-job-queue';
+import { LockDeferCoordinator } from '../lock-defer.coordinator';
 import { LOCK_MODULE_EXPORTS, LOCK_MODULE_PROVIDERS } from '../lock-module-providers';
-import { DistributedLockTestingConfigurableModule } from './distributed-lock-testing.module-definition';
+import { assertForRootOptions } from '../options/for-root-options';
+import { DISTRIBUTED_LOCK_TESTING_FOR_ROOT_OPTIONS, DistributedLockTestingConfigurableModule } from './distributed-lock-testing.module-definition';
 import { LockTestingController } from './lock-testing.controller';
 
 /**
@@ -15,8 +18,16 @@ import { LockTestingController } from './lock-testing.controller';
   providers: [
     LockTestingController,
     { provide: LOCK_BACKEND, useFactory: (testing: LockTestingController) => testing.backend, inject: [LockTestingController] },
+    // The production coordinator (defer options, startup checks, shutdown order) over an in-process queue.
+    { provide: DEFER_QUEUE_FACTORY, useFactory: (testing: LockTestingController) => testing.deferQueues, inject: [LockTestingController] },
     ...LOCK_MODULE_PROVIDERS,
+    LockDeferCoordinator,
   ],
   exports: [...LOCK_MODULE_EXPORTS, LockTestingController],
 })
-export class DistributedLockTestingModule extends DistributedLockTestingConfigurableModule {}
+export class DistributedLockTestingModule extends DistributedLockTestingConfigurableModule {
+  static forRoot(options: typeof DISTRIBUTED_LOCK_TESTING_FOR_ROOT_OPTIONS): DynamicModule {
+    assertForRootOptions('DistributedLockTestingModule', options);
+    return super.forRoot(options);
+  }
+}

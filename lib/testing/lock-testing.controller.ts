@@ -6,6 +6,9 @@ import { normalizeKeys } from '../keys/normalize-keys';
 import { LockService } from '../lock.service';
 import { MAX_TIMER_MS } from '../options/limits';
 import { assertTtl } from '../options/validate-options';
+import type { DeferQueueFactory } from '../defer/defer-job-queue';
+import type { DeferredJobSnapshot } from './deferred-job-snapshot';
+import { MemoryDeferQueue } from './memory-defer-queue';
 import { memoryBackend } from './memory-backend';
 import { MemoryLockSpace } from './memory-lock-space';
 import type { DistributedLockTestingModuleOptions } from './distributed-lock-testing-module-options.interface';
@@ -23,7 +26,7 @@ let holds = 0;
 /**
  * The in-memory lock store of one `DistributedLockTestingModule`, and the levers a test needs that
  * real code never pulls: make a key busy (`hold`), make a held lock lost (`expire`), look inside
- * (`isLocked`, `waiting`). Every LockService of the module (and each one `createService` makes)
+ * (`isLocked`, `waiting`, `deferredJobs`, `deferredJobsSettled`). Every LockService of the module (and each one `createService` makes)
  * shares these locks, as instances of a service share one Redis.
  */
 @Injectable()
@@ -31,6 +34,13 @@ export class LockTestingController {
   private readonly space = new MemoryLockSpace();
   /** @internal The backend of every LockService on these locks. */
   readonly backend = memoryBackend(this.space);
+  /** The module's defer queue, made at its init when it has a `defer` option. */
+  private deferQueue?: MemoryDeferQueue;
+  /** @internal The queues of the module's LockDeferCoordinator: in process, watched by deferredJobs(). */
+  readonly deferQueues: DeferQueueFactory = {
+    moduleName: 'DistributedLockTestingModule',
+    create: (context) => (this.deferQueue = new MemoryDeferQueue(context)),
+  };
 
   /**
    * A LockService on these locks, outside Nest (or a second "instance" of the application next to the
@@ -88,6 +98,25 @@ export class LockTestingController {
     const now = monotonicNow();
     const state = this.space.stateOf(k, now);
     return state.queue.filter((t) => state.placeUntil(t) > now).length;
+  }
+
+  /**
+   * The jobs `@Locked(…, { onBusy: 'defer' })` calls of this module deferred so far (busy key: the call
+   * answered `Deferred`), oldest first, with their state: `waiting`, `delayed` (waiting out its backoff
+   * after a failed run), `active`, `completed` (with `result`) or `failed` for good (with `failedReason`).
+   */
+  deferredJobs(): DeferredJobSnapshot[] {
+    return this.deferQueue?.snapshots() ?? [];
+  }
+
+  /**
+   * Resolves once every job deferred so far has completed or failed for good, retries included (a job
+   * deferred later is not waited for), with their snapshots as `deferredJobs()` gives them. Rejects with
+   * `DistributedLockError` when some will never run here: `defer.worker: false`, or the module closed.
+   * Under `jest.useFakeTimers()`, a backoff waits on the faked clock: advance it.
+   */
+  deferredJobsSettled(): Promise<DeferredJobSnapshot[]> {
+    return this.deferQueue?.settled() ?? Promise.resolve([]);
   }
 
   /** Ends the hold of `token` (any holder when undefined) and passes the key on, as RELEASE_SCRIPT does. */

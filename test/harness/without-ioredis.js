@@ -1,15 +1,15 @@
 'use strict';
 /**
- * `node -r ./without-ioredis.js …`: a process in which ioredis cannot be loaded, as for a user who
- * installed the package without it. Resolving 'ioredis' (or a file inside it) throws, so any code
- * path that would load it fails loudly instead of silently working.
+ * `node -r ./without-ioredis.js …`: a process in which ioredis (and bullmq, which needs it) cannot be
+ * loaded, as for a user who installed the package without them. Resolving either (or a file inside
+ * one) throws, so any code path that would load them fails loudly instead of silently working.
  */
 const Module = require('module');
 
 const resolve = Module._resolveFilename;
 Module._resolveFilename = function (request, ...rest) {
-  if (request === 'ioredis' || request.startsWith('ioredis/')) {
-    throw Object.assign(new Error(`Cannot find module '${request}' (ioredis is not installed in this process)`), { code: 'MODULE_NOT_FOUND' });
+  if (['ioredis', 'bullmq'].some((name) => request === name || request.startsWith(`${name}/`))) {
+    throw Object.assign(new Error(`Cannot find module '${request}' (not installed in this process)`), { code: 'MODULE_NOT_FOUND' });
   }
   return resolve.call(this, request, ...rest);
 };

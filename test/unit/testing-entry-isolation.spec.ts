@@ -57,9 +57,12 @@ describe('entry points', () => {
     expect(graph).toContain(path.join('testing', 'memory-lock-store.ts'));
     expect(graph).toContain('lock.service.ts');
     expect(inRedis(graph)).toEqual([]);
+    // The defer coordinator is shared; its BullMQ queue is only required lazily, by DistributedLockModule's default.
+    expect(graph).toContain(path.join('testing', 'memory-defer-queue.ts'));
+    expect(graph).not.toContain(path.join('defer', 'bullmq-defer-queue.ts'));
   });
 
-  it('runs locks through the testing module in a process where ioredis cannot be loaded; a Redis LockService fails there', async () => {
+  it('runs locks and deferred calls through the testing module in a process where ioredis and bullmq cannot be loaded; a Redis LockService fails there', async () => {
     const root = path.resolve(__dirname, '../..');
     const { stdout } = await promisify(execFile)(
       process.execPath,
@@ -68,8 +71,12 @@ describe('entry points', () => {
     );
     const seen = JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, unknown>;
     expect(seen.ioredisLoadable).toBe(false); // the fault is in place
+    expect(seen.bullmqLoadable).toBe(false);
     expect(seen.busyError).toBe('LockBusyError');
     expect(seen.fencedRun).toBe(true);
+    // onBusy 'defer' runs in process, without BullMQ.
+    expect(seen.deferred).toBe('{"status":"deferred","jobId":"1","method":"Mailer.send","queue":"distributed-lock-deferred"}');
+    expect(seen.deferredJobs).toEqual(['completed: sent 1']);
     // A LockService made without a backend loads the Redis one lazily, and so fails here.
     expect(seen.redisServiceError).toContain("Cannot find module 'ioredis'");
   });

@@ -1,3 +1,3 @@
 export { RedlockBackend } from './redlock-backend';
 export { nodeMarkerKey } from './redlock-store';
-export { redlockNodeTimeout } from './redlock-options';
+export { redlockNodeTimeout } from '../../options/redlock-options';

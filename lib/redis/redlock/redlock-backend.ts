@@ -8,7 +8,7 @@ import { WakeChannel } from '../wake-channel';
 import { WakeRoute } from '../wake-route';
 import { quorumOf } from './quorum';
 import { RedlockNode } from './redlock-node';
-import { resolveRedlockSettings } from './redlock-options';
+import { resolveRedlockSettings } from '../../options/redlock-options';
 import { RedlockStore } from './redlock-store';
 import { RedlockWakeChannel } from './redlock-wake-channel';
 

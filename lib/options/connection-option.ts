@@ -1,6 +1,8 @@
 import { describeValue } from '../errors/describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
-import { isRedisClient } from './redis-connection';
+import type { DistributedLockModuleOptions } from './distributed-lock-module-options.interface';
+import { isClusterClient, isRedisClient } from './redis-client-shape';
+import type { ResolvedModuleOptions } from './resolve-options';
 
 /**
  * Checks what a `redis` option (or one Redlock node) names before any connection is made: a redis:// or
@@ -71,6 +73,33 @@ function assertSentinels(where: string, sentinels: unknown, name: unknown): void
     throw new LockOptionsError(
       `${where}.name`,
       `expected the name of the primary the Sentinels monitor (a non-empty string), got ${describeValue(name)}.`,
+    );
+  }
+}
+
+/**
+ * The `redis` option as a single-Redis backend reads it. WAIT confirms the writes of one connection to
+ * one primary's replicas: a Cluster client spreads locks over several primaries (not supported).
+ * `'optional'`: where it is ignored (the testing module), it may be left out, but what is given must
+ * be what production would take.
+ */
+export function assertRedisOption(
+  options: DistributedLockModuleOptions,
+  settings: Pick<ResolvedModuleOptions, 'replicaAcks'>,
+  presence: 'required' | 'optional',
+): void {
+  if (options.redis === undefined && presence === 'optional') return;
+  if (options.redis === undefined || options.redis === null || options.redis === '') {
+    throw new LockOptionsError(
+      'redis',
+      "missing: pass a URL ('redis://127.0.0.1:6379'), ioredis options, or a Redis/Cluster instance; or 'nodes' for Redlock over independent masters.",
+    );
+  }
+  assertConnectionOption('redis', options.redis);
+  if (settings.replicaAcks > 0 && isClusterClient(options.redis)) {
+    throw new LockOptionsError(
+      'replicaAcks',
+      'is not supported with a Redis Cluster client; use a single primary with replicas (e.g. under Sentinel), or leave it 0.',
     );
   }
 }

@@ -1,10 +1,10 @@
-import { LockOptionsError } from '../../errors/lock-options.error';
-import { describeValue } from '../../errors/describe-value';
-import type { DistributedLockModuleOptions, RedisConnectionOption } from '../../options/distributed-lock-module-options.interface';
-import type { ResolvedModuleOptions } from '../../options/resolve-options';
-import { assertIntegerMs } from '../../options/validate-options';
-import { assertConnectionOption, parseRedisUrl } from '../connection-option';
-import { isClusterClient, isRedisClient } from '../redis-connection';
+import { LockOptionsError } from '../errors/lock-options.error';
+import { describeValue } from '../errors/describe-value';
+import { assertConnectionOption, parseRedisUrl } from './connection-option';
+import type { DistributedLockModuleOptions, RedisConnectionOption } from './distributed-lock-module-options.interface';
+import { isClusterClient, isRedisClient } from './redis-client-shape';
+import type { ResolvedModuleOptions } from './resolve-options';
+import { assertIntegerMs } from './validate-options';
 
 /** What the Redlock backend reads beyond the common settings. */
 export interface RedlockSettings {

@@ -1,0 +1,65 @@
+import type { Logger } from '@nestjs/common';
+import { DistributedLockError } from '../errors/distributed-lock.error';
+import { decodeDeferredArguments, type EncodedArguments } from './defer-arguments';
+import type { DeferTarget, RunUnderLock } from './defer-job-queue';
+import type { JobDrain } from './job-drain';
+import { storableResult } from './storable-result';
+
+/** What a job carries: the method's stable name and its arguments (JSON). */
+export interface DeferredJobData extends EncodedArguments {
+  readonly method: string;
+}
+
+/** One job handed to this instance's worker, and what its queue does with a job the worker will not run after all. */
+export interface DeferredJobRun {
+  readonly jobId: string;
+  readonly data: DeferredJobData;
+  readonly targets: ReadonlyMap<string, DeferTarget>;
+  readonly run: RunUnderLock;
+  readonly drain: JobDrain;
+  readonly logger: Logger;
+  /** The worker is closing and the method did not run: the job goes back to its queue, no attempt used. */
+  giveBack(): Promise<unknown>;
+}
+
+/** What a run resolves to when it left while waiting for its lock (the worker started closing): the method did not run. */
+const NOT_RUN = Symbol('not-run');
+
+/**
+ * Runs one job on this instance's worker, whatever keeps the queue (BullMQ, or the testing module's memory):
+ * the method, on its singleton instance, under its lock taken with 'retry'. Resolves to the result to keep
+ * (JSON-storable: a method that ran must not fail its job afterwards, or it would run again); rejects with
+ * the method's error as `Name: message`, since a failed job keeps the message only. A job fetched as the
+ * worker started closing, or still waiting for its lock then, is given back instead.
+ */
+export async function runDeferredJob(job: DeferredJobRun): Promise<unknown> {
+  const { data, targets, drain } = job;
+  const target = targets.get(data.method);
+  if (!target) throw new DistributedLockError(`No singleton provider with the deferring method ${data.method} on this instance.`);
+  // Fetched as the worker started closing: not started, so back to the queue for another instance.
+  if (drain.draining) return job.giveBack();
+  const jobRun = drain.start(job.jobId);
+  try {
+    const args = decodeDeferredArguments(data);
+    const running = job.run(target, args, (lock) =>
+      jobRun.enter(lock) ? Promise.resolve(Reflect.apply(target.method.original, target.instance, args)) : Promise.resolve(NOT_RUN),
+    );
+    let result: unknown;
+    try {
+      result = await Promise.race([running, jobRun.left.then(() => NOT_RUN)]);
+    } catch (error) {
+      const e = error instanceof Error ? error : new Error(String(error));
+      throw Object.assign(new Error(`${e.name}: ${e.message}`), { name: e.name });
+    }
+    if (result === NOT_RUN) {
+      // Still waiting for its lock when the worker started closing. The wait goes on in the lock service
+      // until it ends (a grant then runs nothing and is released); the job leaves now.
+      running.catch(() => undefined);
+      return await job.giveBack();
+    }
+    // The method ran: from here on nothing may fail the job (a failed job is run again).
+    return storableResult(result, data.method, job.jobId, job.logger);
+  } finally {
+    jobRun.end();
+  }
+}

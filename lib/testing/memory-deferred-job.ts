@@ -1,0 +1,39 @@
+import { decodeDeferredArguments } from '../defer/defer-arguments';
+import type { DeferredMethod } from '../defer/deferred-methods';
+import type { DeferredJobData } from '../defer/deferred-job-run';
+import type { DeferredJobSnapshot, DeferredJobState } from './deferred-job-snapshot';
+
+/** One job of the in-memory defer queue: what BullMQ keeps of a job in Redis, kept in an object. */
+export class MemoryDeferredJob {
+  state: DeferredJobState = 'waiting';
+  attemptsMade = 0;
+  /** Date.now() at the end of its last run that finished it (completed or failed for good). */
+  finishedOn?: number;
+  result?: unknown;
+  failedReason?: string;
+  /** Date.now() at enqueue (BullMQ's job timestamp): the start of `lock.defer.duration`. */
+  readonly timestamp = Date.now();
+
+  constructor(
+    readonly id: string,
+    readonly method: DeferredMethod,
+    readonly data: DeferredJobData,
+  ) {}
+
+  get finished(): boolean {
+    return this.state === 'completed' || this.state === 'failed';
+  }
+
+  snapshot(): DeferredJobSnapshot {
+    const { id, state, attemptsMade, result, failedReason } = this;
+    return {
+      id,
+      method: this.method.name,
+      args: decodeDeferredArguments(structuredClone(this.data)),
+      state,
+      attemptsMade,
+      ...(state === 'completed' ? { result: structuredClone(result) } : {}),
+      ...(failedReason === undefined ? {} : { failedReason }),
+    };
+  }
+}
