@@ -5,7 +5,7 @@
  * as the answer, and the RPC client received it serialised, the resolved key (an e-mail address) included.
  */
 import 'reflect-metadata';
-import { Controller, INestApplication, LoggerService, Module, Provider } from '@nestjs/common';
+import { Controller, INestApplication, Module, Provider } from '@nestjs/common';
 import { APP_FILTER, HttpAdapterHost } from '@nestjs/core';
 import { ClientProxy, ClientProxyFactory, MessagePattern, Payload, Transport } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
@@ -13,6 +13,7 @@ import { firstValueFrom } from 'rxjs';
 import { DistributedLockModule, Locked, LockHttpErrorsFilter, LockService, lockKey } from '../../lib';
 import { freePort } from '../harness/free-port';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
+import { ErrorLog } from '../harness/error-log';
 
 /** In the key of the lock below: must never reach a client. */
 const EMAIL = 'alice@example.com';
@@ -25,18 +26,6 @@ class UsersRpc {
   async rename(@Payload() data: { email: string }) {
     return { renamed: data.email };
   }
-}
-
-/** Keeps what Nest logs at error level (the application's logger), to see the lock error logged on the server. */
-class ErrorLog implements LoggerService {
-  readonly errors: unknown[] = [];
-  error(message: unknown) {
-    this.errors.push(message);
-  }
-  log() {}
-  warn() {}
-  debug() {}
-  verbose() {}
 }
 
 type FilterRegistration = 'none' | 'APP_FILTER' | 'useGlobalFilters';

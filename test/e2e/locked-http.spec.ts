@@ -34,6 +34,7 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { DistributedLockModule, Locked, LockBusyError, LockHttpErrorsFilter, LockService, lockKey } from '../../lib';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
+import { ErrorLog } from '../harness/error-log';
 
 class TeapotError extends Error {}
 
@@ -184,16 +185,6 @@ async function createApp(platform: Platform, redisUrl: string, extra: AppExtras 
 
 /** The whole answer a client sees, headers included, for "does the key leak anywhere" checks. */
 const wholeAnswer = (res: request.Response) => JSON.stringify(res.headers) + res.text;
-
-/** Keeps what Nest logs at error level: a 400 must log nothing, as Nest logs no HttpException. */
-class ErrorLog implements LoggerService {
-  readonly errors: unknown[] = [];
-  error(message: unknown) {
-    this.errors.push(message);
-  }
-  log() {}
-  warn() {}
-}
 
 /** Request bodies from which `user:<0.email>` makes no key: missing, empty, an object (an operator injection), too long. */
 const BAD_EMAIL_BODIES: ReadonlyArray<[string, object]> = [
