@@ -5,6 +5,7 @@ import { LockKeyError } from '../errors/lock-key.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { lockNameOf } from './lock-error-names';
+import { isRequestKeyError } from './request-key-errors';
 
 /**
  * `Retry-After` of every lock answer, in seconds. Not the holder's remaining lease: the watchdog
@@ -43,7 +44,7 @@ export function lockHttpAnswer(error: unknown): LockHttpAnswer | undefined {
     };
     return { exception: new ConflictException(body, { cause: error }), retryAfterSeconds: LOCK_RETRY_AFTER_SECONDS };
   }
-  if (error instanceof LockKeyError) return invalidKey(error);
+  if (error instanceof LockKeyError) return isRequestKeyError(error) ? invalidKey(error) : undefined;
   if (error instanceof LockServiceClosedError) return unavailable('This instance is shutting down; retry on another.', 'acquire', error);
   if (error instanceof LockConnectionError) return unavailable('The lock store is unreachable; retry later.', error.operation, error);
   return undefined;
@@ -89,12 +90,13 @@ export function pinResponseStatus(response: unknown, status: number): void {
 }
 
 /**
- * 400: the key of a lock could not be made from the request (a value missing, empty, an object, too long), so
- * the method did not run. Almost always the client's input, which Nest answers 400 too (ValidationPipe), and, like
- * every HttpException, not logged by Nest: a stack per bad request would be noise. The programmer's share, a
- * template that cannot resolve, is refused at startup (syntax, a parameter the method does not declare); only
- * a misspelt property path (`<0.emial>`) is left to show as a 400 on every request. No `Retry-After`: the same
- * request fails again. The message says what a key part may be, never the value received.
+ * 400: the key of the route handler's own `@Locked` could not be made from the request (a value missing, empty,
+ * an object, too long), so the method did not run. The handler's arguments are the client's input, which Nest
+ * answers 400 too (ValidationPipe), and, like every HttpException, not logged by Nest: a stack per bad request
+ * would be noise. Any other LockKeyError (a service's lock, `withLock` in the handler) gets no answer here: it
+ * is a server bug, a logged 500. The programmer's share of a handler's template is refused at startup (syntax, a
+ * parameter the method does not declare); only a misspelt property path (`<0.emial>`) is left to show as a 400
+ * on every request. No `Retry-After`: the same request fails again. The message never shows the value received.
  */
 function invalidKey(error: LockKeyError): LockHttpAnswer {
   const name = lockNameOf(error);

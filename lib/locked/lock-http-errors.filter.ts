@@ -1,5 +1,5 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Injectable } from '@nestjs/common';
-import { HttpAdapterHost } from '@nestjs/core';
+import { BaseExceptionFilter, HttpAdapterHost } from '@nestjs/core';
 import { LockBusyError } from '../errors/lock-busy.error';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import { LockKeyError } from '../errors/lock-key.error';
@@ -29,8 +29,9 @@ export class LockHttpErrorsFilter implements ExceptionFilter {
   catch(error: unknown, host: ArgumentsHost): unknown {
     if (host.getType() !== 'http') return leaveToNestOutsideHttp(error, host);
     const answer = lockHttpAnswer(error);
-    // Unreachable: @Catch lists only errors that lockHttpAnswer answers.
-    if (!answer) throw error;
+    // A LockKeyError that is not the request's fault (see isRequestKeyError): a server bug, answered and
+    // logged as Nest answers any unknown error (500).
+    if (!answer) return new BaseExceptionFilter(this.adapterHost.httpAdapter).catch(error, host);
     const response: unknown = host.switchToHttp().getResponse();
     if (answer.retryAfterSeconds !== undefined) setResponseHeader(response, 'Retry-After', String(answer.retryAfterSeconds));
     this.adapterHost.httpAdapter.reply(response, answer.exception.getResponse(), answer.exception.getStatus());

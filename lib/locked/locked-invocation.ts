@@ -6,6 +6,7 @@ import { LockBusyError } from '../errors/lock-busy.error';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { nameLockError } from './lock-error-names';
+import { markKeyErrorSource } from './request-key-errors';
 import { lockServiceOf } from './lock-service-of';
 
 /** Everything one `@Locked` method needs at call time, computed once at decoration. */
@@ -103,7 +104,10 @@ export function resolveCallKeys(source: CompiledKeySource, self: unknown, args: 
   try {
     return source.resolve(self, args);
   } catch (error) {
-    if (error instanceof LockKeyError) nameLockError(error, source.name);
+    if (error instanceof LockKeyError) {
+      nameLockError(error, source.name);
+      markKeyErrorSource(error, source);
+    }
     throw error;
   }
 }

@@ -24,6 +24,7 @@ import type {
 import { rejectStandardDecoratorCall } from './standard-decorator-call';
 import { rejectSynchronousMethod } from './synchronous-method';
 import { LockedMethod, invokeForObservable, invokeForPromise } from './locked-invocation';
+import { recordKeySourceMethod } from './request-key-errors';
 import { LOCKED_METADATA, LockedMetadata } from './locked.constants';
 import { HAS_LOCKED_METHODS, LOCKED_WRAPPERS } from './locked.internal-constants';
 import { recordLockedWrapper } from './outer-wrapper-check';
@@ -126,6 +127,8 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}): LockedMe
     Reflect.defineMetadata(HAS_LOCKED_METHODS, true, target);
     injectLockServiceInto(target);
     LOCKED_WRAPPERS.add(wrapper);
+    recordKeySourceMethod(keySource, wrapper);
+    if (deferred?.deferKey) recordKeySourceMethod(deferred.deferKey, wrapper);
     recordLockedWrapper(target, propertyKey, wrapper, options.allowOuterWrapper === true);
     descriptor.value = wrapper;
     return descriptor;

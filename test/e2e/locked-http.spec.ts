@@ -88,9 +88,35 @@ class OnePerUserMiddleware implements NestMiddleware {
   }
 }
 
+/** A service whose lock key is made from server state that a bug left undefined (a missing setting). */
+@Injectable()
+class TenantBilling {
+  tenant: string | undefined = undefined;
+
+  @Locked((self: TenantBilling) => self.tenant as string)
+  async charge(id: string) {
+    return { charged: id };
+  }
+}
+
 @Controller('users')
 class UsersController {
-  constructor(private readonly locks: LockService) {}
+  constructor(
+    private readonly locks: LockService,
+    private readonly billing: TenantBilling,
+  ) {}
+
+  /** Valid input; the service's key (server state) is not: a server bug. */
+  @Get('bill/:id')
+  async bill(@Param('id') id: string) {
+    return this.billing.charge(id);
+  }
+
+  /** Valid input; a key from an unset setting, no @Locked on the handler: a server bug. */
+  @Get('manual-bad-key')
+  async manualBadKey() {
+    return this.locks.withLock(process.env.NO_SUCH_LOCK_SETTING ?? '', () => ({ ok: true }));
+  }
 
   @Get(':email/claim')
   @Locked('user:<0>', { onBusy: 'throw' })
@@ -164,7 +190,7 @@ async function createApp(platform: Platform, redisUrl: string, extra: AppExtras 
       }),
     ],
     controllers: [SeatsController, UsersController],
-    providers: [OnePerUserGuard, ...(extra.lockFilterProvider ? [{ provide: APP_FILTER, useClass: LockHttpErrorsFilter }] : [])],
+    providers: [OnePerUserGuard, TenantBilling, ...(extra.lockFilterProvider ? [{ provide: APP_FILTER, useClass: LockHttpErrorsFilter }] : [])],
   })
   class AppModule implements NestModule {
     configure(consumer: MiddlewareConsumer) {
@@ -364,6 +390,27 @@ describe.each<Platform>(['express', 'fastify'])('HTTP mapping on %s', (platform)
         for (const [, body] of BAD_EMAIL_BODIES) {
           expectInvalidKeyAnswer(await request(filtered.getHttpServer()).post('/users/register').send(body));
         }
+      } finally {
+        await filtered.close();
+      }
+    });
+
+    it.each([
+      ['a service lock whose key reads server state left undefined', '/users/bill/42'],
+      ['withLock in a handler with a key from an unset setting', '/users/manual-bad-key'],
+    ])('%s: a server bug, not the request: 500 and logged (interceptor and filter alike)', async (_what, path) => {
+      // Made first: Nest's logger is process-wide, the last application made sets it (other tests make them with none).
+      const filtered = await createApp(platform, redis.url, { httpErrors: false, lockFilter: true, logger: logged });
+      try {
+        logged.errors.length = 0;
+        const res = await request(logging.getHttpServer()).get(path);
+        expect(res.status).toBe(500);
+        expect(logged.errors).toHaveLength(1);
+        logged.errors.length = 0;
+        const viaFilter = await request(filtered.getHttpServer()).get(path);
+        expect(viaFilter.status).toBe(500);
+        expect(viaFilter.body).toEqual({ statusCode: 500, message: 'Internal server error' });
+        expect(logged.errors).toHaveLength(1);
       } finally {
         await filtered.close();
       }

@@ -1,0 +1,29 @@
+import { PATH_METADATA } from '@nestjs/common/constants';
+import type { LockKeyError } from '../errors/lock-key.error';
+
+/** The `@Locked` method (its wrapper, the function Nest routes to) each compiled key source belongs to. */
+const methodOfKeySource = new WeakMap<object, object>();
+/** The key source whose resolution threw a LockKeyError. */
+const keySourceOfError = new WeakMap<object, object>();
+
+/** At decoration: `source` (the keys or deferKey of a `@Locked` method) resolves for `method`. */
+export function recordKeySourceMethod(source: object, method: object): void {
+  methodOfKeySource.set(source, method);
+}
+
+/** At call time: `error` was thrown resolving `source` from the call's arguments. */
+export function markKeyErrorSource(error: LockKeyError, source: object): void {
+  if (!keySourceOfError.has(error)) keySourceOfError.set(error, source);
+}
+
+/**
+ * Whether a LockKeyError is the request's fault: thrown making the key of a route handler's own
+ * `@Locked` (a method with `@Get`, `@Post`…), whose arguments are the request's input. Any other
+ * (a service's lock reading a field that is undefined, `withLock('')` in a handler) is a server bug
+ * that must stay a 500 and be logged, not be blamed on the client.
+ */
+export function isRequestKeyError(error: LockKeyError): boolean {
+  const source = keySourceOfError.get(error);
+  const method = source && methodOfKeySource.get(source);
+  return method !== undefined && Reflect.getMetadata(PATH_METADATA, method) !== undefined;
+}
