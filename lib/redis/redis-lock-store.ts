@@ -137,7 +137,7 @@ export class RedisLockStore implements LockStore {
   /** @internal The health check's round trip: a probe write, bounded like every call (see health-probe.ts). */
   async probe(): Promise<StoreProbe> {
     try {
-      return { ms: await probeRedis(this.client, this.deadlines, this.keyPrefix) };
+      return { ms: await probeRedis(this.client, this.deadlines, this.keyPrefix, this.replicaAcks) };
     } catch (error) {
       return { error: error as Error };
     }

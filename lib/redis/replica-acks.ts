@@ -36,6 +36,15 @@ export class ReplicaAcks {
         : ` Check the replicas' health and lag (INFO replication), or raise replicaAckTimeout.`;
     return new LockConnectionError(consequence + cause, operation);
   }
+
+  /** The health probe's write was confirmed by fewer replicas than `required`: every acquire fails so now. */
+  unconfirmedProbe(confirmed: number): LockConnectionError {
+    return new LockConnectionError(
+      `the health probe's write was confirmed by only ${confirmed} of ${this.required} replicas within ${this.timeoutMs} ms (replicaAcks), ` +
+        'so every acquire fails now. Check the replicas (INFO replication on the primary).',
+      'health probe',
+    );
+  }
 }
 
 /**

@@ -17,7 +17,7 @@ import { pollUntil } from '../unit/core-helpers';
 const KEY_PREFIX = 'hc:';
 const COMMAND_TIMEOUT = 300;
 /** The key the check writes (lib/redis/health-probe.ts), spelt out: a test of the old code must compile. */
-const PROBE_KEY = `${KEY_PREFIX}health:probe`;
+const PROBE_KEY = `${KEY_PREFIX}{health}:probe`;
 
 describe('LockHealthIndicator over a Redis Cluster', () => {
   let cluster: RedisCluster;

@@ -164,12 +164,29 @@ describe('LockHealthIndicator', () => {
       expect((await indicator.isHealthy('lock')).lock.status).toBe('up');
     });
 
+    it('with replicaAcks and no replica to confirm: down, as every acquire fails', async () => {
+      const { indicator, locks } = await start({ replicaAcks: 1, replicaAckTimeout: 100, commandTimeout: 500 });
+      expect(await acquireOutcome(locks, 'unconfirmed')).toMatch(/^LockConnectionError: .*only 0 of 1 replicas confirmed/);
+      const result = await indicator.isHealthy('lock');
+      expect(result.lock.status).toBe('down');
+      expect(result.lock.message).toMatch(/health probe's write was confirmed by only 0 of 1 replicas/);
+    });
+
+    it("is up for a Redis user allowed only the locks' keys (ACL ~<keyPrefix>{*): the probe writes in their namespace", async () => {
+      const admin = redis.client();
+      await admin.call('ACL', 'SETUSER', 'locker', 'on', '>pw', '~health:{*', '&*', '+@all');
+      const { indicator, locks } = await start({ redis: `redis://locker:pw@127.0.0.1:${redis.port}` });
+      expect(await locks.withLock('order:1', () => 'ran')).toBe('ran');
+      const result = await indicator.isHealthy('lock');
+      expect(result.lock).toMatchObject({ status: 'up' });
+    });
+
     it('writes nothing but its own key under the keyPrefix, with a short expiry', async () => {
       const { indicator } = await start();
       const admin = redis.client();
       expect((await indicator.isHealthy('lock')).lock.status).toBe('up');
-      expect(await admin.keys('*')).toEqual(['health:health:probe']);
-      const pttl = await admin.pttl('health:health:probe');
+      expect(await admin.keys('*')).toEqual(['health:{health}:probe']);
+      const pttl = await admin.pttl('health:{health}:probe');
       expect(pttl).toBeGreaterThan(0);
       expect(pttl).toBeLessThanOrEqual(1_000);
     });
