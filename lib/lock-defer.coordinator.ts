@@ -2,6 +2,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, 
 import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { DEFER_QUEUE_FACTORY, type DeferJobQueue, type DeferQueueFactory, type DeferTarget } from './defer/defer-job-queue';
+import { assertDeferConnectionSupported } from './defer/defer-connection-support';
 import { attachDeferQueue } from './defer/defer-queue';
 import { deferredMethodsOf } from './defer/deferred-methods';
 import { resolveDeferOptions } from './defer/resolve-defer-options';
@@ -49,6 +50,7 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
     const { engine } = this.locks;
     const limits = { commandTimeout: engine.settings.commandTimeout, shutdownTimeout: engine.settings.shutdownTimeout };
     const { settings, options } = this;
+    assertDeferConnectionSupported(options.redis);
     this.queue = this.queues.create({ settings, options, limits, metrics: engine.metrics, logger: engine.logger });
     attachDeferQueue(this.locks, this.queue);
   }

@@ -1,5 +1,5 @@
 import Redis, { type RedisOptions } from 'ioredis';
-import { DistributedLockError } from '../errors/distributed-lock.error';
+import { assertDeferConnectionSupported } from '../defer/defer-connection-support';
 import type { RedisConnectionOption } from '../options/distributed-lock-module-options.interface';
 import { connectionDefaults, sentinelDefaults } from './redis-connection';
 
@@ -15,12 +15,8 @@ export type BullmqConnectionRole = 'queue' | 'worker';
 export function bullmqConnection(option: RedisConnectionOption, role: BullmqConnectionRole, commandTimeout: number): Redis {
   const overrides: RedisOptions = role === 'worker' ? { maxRetriesPerRequest: null } : connectionDefaults(commandTimeout);
   if (typeof option === 'string') return new Redis(option, overrides);
-  const client = option as { duplicate?: (o?: RedisOptions) => unknown; isCluster?: boolean };
-  if (client.isCluster === true) {
-    throw new DistributedLockError(
-      `onBusy 'defer' does not support a Redis Cluster client yet: give DistributedLockModule a single Redis (or Sentinel) for it.`,
-    );
-  }
+  assertDeferConnectionSupported(option);
+  const client = option as { duplicate?: (o?: RedisOptions) => unknown };
   if (typeof client.duplicate === 'function') return client.duplicate(overrides) as Redis;
   return new Redis({ ...sentinelDefaults(option), ...(option as RedisOptions), ...overrides });
 }

@@ -170,7 +170,11 @@ export function sentinelHint(message: string | undefined): string {
   if (/No such master with that name/i.test(message)) {
     return ' The Sentinels monitor no primary by the configured name: check the name option (SENTINEL MASTERS on a Sentinel lists the names it monitors).';
   }
-  if (/All sentinels are unreachable/i.test(message)) {
+  if (/WRONGPASS|NOAUTH|NOPERM|invalid (username-)?password/i.test(message)) {
+    return " The Sentinels refused the credentials: check sentinelUsername and sentinelPassword (the primary's own are username and password).";
+  }
+  // ioredis' wording when every Sentinel dropped or refused the connection (the system's reason is lost).
+  if (/All sentinels are unreachable.*Connection is closed/is.test(message)) {
     return ' None of the Sentinels answered: check their hosts and ports (26379 by default) and that they run.';
   }
   return '';

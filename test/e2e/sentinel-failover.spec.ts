@@ -61,7 +61,7 @@ describe('T6 Sentinel failover', () => {
     expect(await t6.calls.track('release', lock.release())).toBe(true);
   });
 
-  it('(a2) startup through Sentinels that do not know the name, or do not answer: the error says what to check', async () => {
+  it('(a2) startup through Sentinels that do not know the name, do not answer, or refuse the password: the error says what to check', async () => {
     t6.group = await SentinelGroup.start({ replicas: 1 });
     const cases = [
       { redis: { sentinels: t6.group.sentinelAddresses, name: 'nosuch' }, hint: /check the name option/ },
@@ -69,8 +69,16 @@ describe('T6 Sentinel failover', () => {
         redis: { sentinels: [{ host: '127.0.0.1', port: 1 }], name: t6.group.name },
         hint: /None of the Sentinels answered: check their hosts and ports/,
       },
+      {
+        redis: { sentinels: t6.group.sentinelAddresses, name: t6.group.name, sentinelPassword: 'wrong' },
+        hint: /refused the credentials: check sentinelUsername and sentinelPassword/,
+        before: async () => {
+          for (const sentinel of t6.group!.sentinels) await sentinel.client().call('ACL', 'SETUSER', 'default', 'resetpass', '>right');
+        },
+      },
     ];
-    for (const { redis, hint } of cases) {
+    for (const { redis, hint, before } of cases) {
+      await before?.();
       const service = new LockService({ redis, keyPrefix: 't6:', commandTimeout: COMMAND_TIMEOUT, startupTimeout: 1_000 });
       try {
         const error = (await service.onModuleInit().catch((e: unknown) => e)) as Error;

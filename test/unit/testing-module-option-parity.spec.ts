@@ -7,7 +7,7 @@
 import 'reflect-metadata';
 import { DynamicModule, Injectable, Module, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { Deferred, DistributedLockError, DistributedLockModule, DistributedLockModuleOptions, Locked, LockOptionsError } from '../../lib';
 import { DistributedLockTestingModule } from '../../lib/testing';
 
@@ -61,6 +61,20 @@ describe('the testing module refuses the options production refuses, with the sa
     const testing = await startupError(() => DistributedLockTestingModule.forRoot(options));
     expect(testing).toBeInstanceOf(LockOptionsError);
     expect((testing as Error).message).toBe((production as Error).message);
+  });
+
+  it('defer with a Redis Cluster client is refused by both (BullMQ needs one Redis)', async () => {
+    const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
+    try {
+      const options = { redis: cluster, defer: {}, requireRedisAtStartup: false, commandTimeout: 100, shutdownTimeout: 100 };
+      const production = await startupError(() => DistributedLockModule.forRoot(options));
+      const testing = await startupError(() => DistributedLockTestingModule.forRoot(options));
+      expect(production).toBeInstanceOf(DistributedLockError);
+      expect((production as Error).message).toMatch(/does not support a Redis Cluster client/);
+      expect((testing as Error).message).toBe((production as Error).message);
+    } finally {
+      cluster.disconnect();
+    }
   });
 
   it('forRoot(url) is refused by both, each naming its own forRoot', async () => {
