@@ -1,5 +1,10 @@
-import { PATH_METADATA } from '@nestjs/common/constants';
 import type { LockKeyError } from '../errors/lock-key.error';
+
+/**
+ * The metadata key `@Get`, `@Post`… put on a route handler (`PATH_METADATA` in @nestjs/common/constants,
+ * 'path' in Nest 10 to 12). Written out: Nest 12 is ESM-only and its package exports no such subpath.
+ */
+const ROUTE_PATH_METADATA = 'path';
 
 /** The `@Locked` method (its wrapper, the function Nest routes to) each compiled key source belongs to. */
 const methodOfKeySource = new WeakMap<object, object>();
@@ -25,5 +30,5 @@ export function markKeyErrorSource(error: LockKeyError, source: object): void {
 export function isRequestKeyError(error: LockKeyError): boolean {
   const source = keySourceOfError.get(error);
   const method = source && methodOfKeySource.get(source);
-  return method !== undefined && Reflect.getMetadata(PATH_METADATA, method) !== undefined;
+  return method !== undefined && Reflect.getMetadata(ROUTE_PATH_METADATA, method) !== undefined;
 }
