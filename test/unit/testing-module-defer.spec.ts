@@ -172,6 +172,27 @@ describe('onBusy defer in DistributedLockTestingModule', () => {
     errors.mockRestore();
   });
 
+  it('under jest.useFakeTimers(), backoff runs on the faked clock: advancing it runs the retry', async () => {
+    const { mailer, testing } = await start({ defer: { attempts: 2, backoff: 60_000 } });
+    const errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    jest.useFakeTimers();
+    try {
+      const other = testing.hold('mail:1');
+      seen.failuresLeft = 1;
+      expect(await mailer.send('1')).toBeInstanceOf(Deferred);
+      other.release();
+      await jest.advanceTimersByTimeAsync(10); // the first run, which throws
+      expect(testing.deferredJobs()).toMatchObject([{ state: 'delayed', attemptsMade: 1 }]);
+      await jest.advanceTimersByTimeAsync(59_000);
+      expect(testing.deferredJobs()).toMatchObject([{ state: 'delayed', attemptsMade: 1 }]); // a minute's backoff is not over
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect(testing.deferredJobs()).toMatchObject([{ state: 'completed', attemptsMade: 2, result: 'sent 1:' }]);
+    } finally {
+      jest.useRealTimers();
+      errors.mockRestore();
+    }
+  });
+
   it('a key still busy when the worker runs the job: it waits (waitTimeout), then the run counts as failed and is retried', async () => {
     const { mailer, testing } = await start({ waitTimeout: 50, defer: { attempts: 3, backoff: 100 } });
     const other = testing.hold('mail:1');
