@@ -1,8 +1,9 @@
 /**
- * LockHealthIndicator over a Redis Cluster of three masters with one master frozen (SIGSTOP), one
- * that does not hold the probe key's slot: the acquires of its third of the slots time out while
- * the other masters answer. The check PINGs every master, so it says down every time, naming the
- * frozen one, instead of up or down depending on which node a keyless PING happened to reach.
+ * LockHealthIndicator over a Redis Cluster of three masters, with one master frozen (SIGSTOP) or out of
+ * memory, one that does not hold the single-node probe key's slot: the acquires of its third of the
+ * slots fail while the other masters answer. The check writes a probe key on every master (in a slot
+ * it owns), so it says down every time, naming that master, instead of up or down depending on which
+ * node a keyless PING happened to reach, or up while one master refuses writes.
  */
 import 'reflect-metadata';
 import { HealthIndicatorService } from '@nestjs/terminus';
@@ -67,12 +68,31 @@ describe('LockHealthIndicator over a Redis Cluster', () => {
       for (const check of checks) {
         expect(check.lock.status).toBe('down');
         expect(check.lock.message).toMatch(
-          new RegExp(`Redis did not answer ping of Cluster master 127\\.0\\.0\\.1:${frozen.port} within ${COMMAND_TIMEOUT} ms`),
+          new RegExp(`Redis did not answer (health probe|ping) of Cluster master 127\\.0\\.0\\.1:${frozen.port} within ${COMMAND_TIMEOUT} ms`),
         );
       }
     } finally {
       frozen.resume();
     }
     expect(await pollUntil(async () => (await indicator.isHealthy('lock')).lock.status === 'up', 3_000, 50)).toBe(true);
+  });
+  it("is down while one master (not the single-node probe key's) is out of memory, naming it; every master gets a probe write", async () => {
+    expect((await indicator.isHealthy('lock')).lock.status).toBe('up');
+    for (const node of cluster.nodes) expect(await cluster.admin(node).keys(`${KEY_PREFIX}{*}:probe`)).toHaveLength(1);
+    const probeOwner = await cluster.ownerOf(redisKeySlot(PROBE_KEY));
+    const full = cluster.nodes.find((n) => n !== probeOwner)!;
+    const [fullKey, liveKey] = [await keyOn(full), await keyOn(probeOwner)];
+    await cluster.admin(full).config('SET', 'maxmemory', '1');
+    try {
+      // The fault: the full master refuses lock writes, the others take them.
+      await expect(locks.acquire(fullKey, { onBusy: 'throw' })).rejects.toThrow(/OOM command not allowed/);
+      await (await locks.acquire(liveKey, { onBusy: 'throw' })).release();
+      const check = await indicator.isHealthy('lock');
+      expect(check.lock.status).toBe('down');
+      expect(check.lock.message).toMatch(new RegExp(`health probe of Cluster master 127\\.0\\.0\\.1:${full.port} failed: OOM`));
+    } finally {
+      await cluster.admin(full).config('SET', 'maxmemory', '0');
+    }
+    expect((await indicator.isHealthy('lock')).lock.status).toBe('up');
   });
 });
