@@ -1,5 +1,4 @@
 import Redis, { type RedisOptions } from 'ioredis';
-import { assertDeferConnectionSupported } from '../defer/defer-connection-support';
 import type { RedisConnectionOption } from '../options/distributed-lock-module-options.interface';
 import { connectionDefaults, sentinelDefaults } from './redis-connection';
 
@@ -11,11 +10,13 @@ import { connectionDefaults, sentinelDefaults } from './redis-connection';
  */
 export type BullmqConnectionRole = 'queue' | 'worker';
 
-/** A connection for BullMQ from the module's `redis` option (a client you passed is duplicated, never used itself). */
+/**
+ * A connection for BullMQ from the module's `redis` option (a client you passed is duplicated, never used itself).
+ * A Cluster client was refused at startup (defer/defer-connection-support.ts).
+ */
 export function bullmqConnection(option: RedisConnectionOption, role: BullmqConnectionRole, commandTimeout: number): Redis {
   const overrides: RedisOptions = role === 'worker' ? { maxRetriesPerRequest: null } : connectionDefaults(commandTimeout);
   if (typeof option === 'string') return new Redis(option, overrides);
-  assertDeferConnectionSupported(option);
   const client = option as { duplicate?: (o?: RedisOptions) => unknown };
   if (typeof client.duplicate === 'function') return client.duplicate(overrides) as Redis;
   return new Redis({ ...sentinelDefaults(option), ...(option as RedisOptions), ...overrides });
