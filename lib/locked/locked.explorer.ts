@@ -10,9 +10,9 @@ import { assertLockedOutermost } from './outer-wrapper-check';
  * Opens `@Locked` calls of this application once its lock module starts (`onModuleInit` of the
  * global, hence first-initialised, module: before schedulers, event listeners and servers call
  * methods). Nest injects the `LockService` into every instance of a class with `@Locked` methods,
- * whatever its scope (lock-service-injection.ts); the explorer also attaches it to the instances
- * the injector did not build (factory and value providers) or could not reach (a class in a module
- * that does not see a non-global lock module).
+ * whatever its scope (lock-service-injection.ts), the one its module sees; the explorer only attaches
+ * its own to the instances the injector did not build (factory and value providers) or could not
+ * reach (a class in a module that does not see a non-global lock module).
  */
 @Injectable()
 export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
@@ -26,10 +26,14 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
   onModuleInit(): void {
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       for (const instance of instancesOf(wrapper)) {
-        if (Reflect.hasMetadata(HAS_LOCKED_METHODS, instance)) {
-          assertLockedOutermost(instance);
-          Object.defineProperty(instance, LOCK_SERVICE_REF, { value: this.locks, enumerable: false, configurable: true, writable: true });
-        }
+        if (!Reflect.hasMetadata(HAS_LOCKED_METHODS, instance)) continue;
+        assertLockedOutermost(instance);
+        // What Nest injected stays: with two lock modules (a global one and a feature's own), each class
+        // uses the one its module sees, as its constructor's LockService does. Only an instance nobody
+        // injected (a factory or value provider, a class whose module sees no lock module) gets this one:
+        // the first module to start attaches it.
+        if ((instance as Record<symbol, unknown>)[LOCK_SERVICE_REF] !== undefined) continue;
+        Object.defineProperty(instance, LOCK_SERVICE_REF, { value: this.locks, enumerable: false, configurable: true, writable: true });
       }
     }
     moduleStarted(this, this.locks);
