@@ -55,6 +55,8 @@ class RedisBackend implements LockBackend {
   async ready(): Promise<void> {
     const { requireRedisAtStartup, startupTimeout, commandTimeout } = this.context.settings;
     const { client, owned } = this.connection;
+    // Our connection opens at startup (made lazily: see createRedisConnection), required or not.
+    if (owned && client.status === 'wait') client.connect().catch(() => undefined);
     if (!requireRedisAtStartup) {
       if (!owned && client.status !== 'wait') void this.reportIfNeverReady(connectTimeoutFor(commandTimeout));
       return;

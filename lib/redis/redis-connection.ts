@@ -49,9 +49,14 @@ export function sentinelDefaults(option: object): RedisOptions {
   return 'sentinels' in option && option.sentinels !== undefined ? { failoverDetector: true } : {};
 }
 
+/**
+ * The module's own connection, made when the LockService is built but opened only at startup (the
+ * backend's `ready()`) or by the first call: a module compiled and never initialised (Nest's generated
+ * spec: `compile()`, no `init()` or `close()`) must not keep reconnecting and hold the process open.
+ */
 export function createRedisConnection(option: RedisConnectionOption, commandTimeout: number): RedisConnection {
   if (isRedisClient(option)) return { client: option, owned: false };
-  const defaults = connectionDefaults(commandTimeout);
+  const defaults: RedisOptions = { ...connectionDefaults(commandTimeout), lazyConnect: true };
   const client = typeof option === 'string' ? new Redis(option, defaults) : new Redis({ ...defaults, ...sentinelDefaults(option), ...option });
   return { client, owned: true };
 }

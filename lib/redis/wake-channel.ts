@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
 import type { Handover, HandoverChannel, HandoverChannelState } from '../core/handover-channel';
 import { CommandDeadlines } from './command-deadlines';
-import { RedisClient, waitUntilReady } from './redis-connection';
+import { isClusterClient, RedisClient, waitUntilReady } from './redis-connection';
 import type { WakeRoute } from './wake-route';
 
 export type { Handover } from '../core/handover-channel';
@@ -170,7 +170,8 @@ export class WakeChannel implements HandoverChannel {
 
   private connect(): RedisClient {
     if (this.connection) return this.connection;
-    const connection = this.source.duplicate();
+    // Connects now, whether or not the source was made with lazyConnect (ours are: see createRedisConnection).
+    const connection = isClusterClient(this.source) ? this.source.duplicate() : this.source.duplicate({ lazyConnect: false });
     connection.on('error', (error: Error) => this.logger.debug?.(`Subscriber connection: ${error.message}`));
     connection.on('message', (_channel: string, message: string) => this.deliver(message));
     this.connection = connection;

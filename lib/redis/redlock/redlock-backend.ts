@@ -62,8 +62,11 @@ export class RedlockBackend implements LockBackend {
    */
   async ready(): Promise<void> {
     const { requireRedisAtStartup, startupTimeout } = this.context.settings;
+    // Our connections open at startup (made lazily: see createRedisConnection); a user's lazy client when startup waits for it.
+    for (const node of this.nodes) {
+      if (node.client.status === 'wait' && (node.owned || requireRedisAtStartup)) node.client.connect().catch(() => undefined);
+    }
     if (!requireRedisAtStartup) return;
-    for (const node of this.nodes) if (node.client.status === 'wait') node.client.connect().catch(() => undefined);
     const quorum = quorumOf(this.nodes.length);
     const ready = await this.majorityReady(startupTimeout, quorum);
     if (ready.length < quorum) {
