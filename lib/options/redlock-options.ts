@@ -34,7 +34,7 @@ export function resolveRedlockSettings(options: DistributedLockModuleOptions, se
   if (options.redis !== undefined) {
     throw new LockOptionsError(
       'nodes',
-      "and 'redis' are both set: pass 'redis' for one Redis (or Sentinel/Cluster), or 'nodes' for Redlock over independent masters, not both.",
+      "cannot be given together with 'redis': pass 'redis' for one Redis (or Sentinel/Cluster), or 'nodes' for Redlock over independent masters, not both.",
     );
   }
   if (!Array.isArray(nodes)) {

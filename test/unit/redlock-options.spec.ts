@@ -25,7 +25,7 @@ describe('Redlock options (nodes)', () => {
     ['one node', { nodes: three.slice(0, 1) }, 'nodes', /got 1/],
     ['no nodes', { nodes: [] }, 'nodes', /got 0/],
     ['not an array', { nodes: 'redis://10.0.0.1:6379' }, 'nodes', /expected an array/],
-    ['both redis and nodes', { redis: 'redis://10.0.0.9:6379', nodes: three }, 'nodes', /both set.*not both/],
+    ['both redis and nodes', { redis: 'redis://10.0.0.9:6379', nodes: three }, 'nodes', /cannot be given together with 'redis'.*not both/],
     ['a non-URL entry', { nodes: [three[0], three[1], 42] }, 'nodes[2]', /expected a redis:\/\/ URL/],
     ['a URL of another scheme', { nodes: [three[0], three[1], 'http://10.0.0.3'] }, 'nodes[2]', /scheme "http:"/],
     ['a port alone (localhost on every instance)', { nodes: [three[0], three[1], '6379'] }, 'nodes[2]', /names only a port/],
