@@ -17,7 +17,15 @@ export class LockBusyError extends DistributedLockError {
 }
 
 function busyDetail(holderTtl: number): string {
-  if (holderTtl > 0) return `its lease ends in ${holderTtl} ms at the latest`;
+  if (holderTtl > 0) return `its lease ends in ${leaseLeft(holderTtl)} at the latest`;
   if (holderTtl === -4) return 'in part: no owner holds a majority of the nodes, or some nodes do not vote yet after a restart';
   return 'it is being handed to a queued waiter';
+}
+
+/** A lease left, in the unit a reader takes in at once: ms up to 10 s, then s, h, days. */
+function leaseLeft(ms: number): string {
+  if (ms < 10_000) return `${ms} ms`;
+  if (ms < 7_200_000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 172_800_000) return `${(ms / 3_600_000).toFixed(1)} h`;
+  return `${(ms / 86_400_000).toFixed(1)} days`;
 }

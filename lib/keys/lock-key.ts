@@ -1,3 +1,4 @@
+import { LockKeyError } from '../errors/lock-key.error';
 import { KeyTemplate, parseKeyTemplate } from './key-template';
 import { resolveKeyTemplate } from './resolve-key-template';
 
@@ -13,11 +14,17 @@ export const parsedTemplates = new Map<string, KeyTemplate>();
  * Throws `LockKeyError` like the decorator does.
  */
 export function lockKey(template: string, ...args: unknown[]): string {
-  let compiled = parsedTemplates.get(template);
-  if (!compiled) {
-    compiled = parseKeyTemplate(template, 'lockKey()');
-    if (parsedTemplates.size >= PARSED_TEMPLATES_MAX) parsedTemplates.clear();
-    parsedTemplates.set(template, compiled);
+  try {
+    let compiled = parsedTemplates.get(template);
+    if (!compiled) {
+      compiled = parseKeyTemplate(template, 'lockKey()');
+      if (parsedTemplates.size >= PARSED_TEMPLATES_MAX) parsedTemplates.clear();
+      parsedTemplates.set(template, compiled);
+    }
+    return resolveKeyTemplate(compiled, args, 'lockKey()');
+  } catch (error) {
+    // The parser and resolver speak for @Locked, whose method then does not run; lockKey() runs no method.
+    if (error instanceof LockKeyError) throw new LockKeyError(error.message.replace(/ The method was not run\.$/, ''));
+    throw error;
   }
-  return resolveKeyTemplate(compiled, args, 'lockKey()');
 }

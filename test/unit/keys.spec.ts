@@ -217,6 +217,9 @@ describe('lockKey(template, ...args)', () => {
     expect(lockKey('x:<0>:<1>', 'a:b', 'c')).not.toBe(lockKey('x:<0>:<1>', 'a', 'b:c'));
     expect(lockKey('seat:<0.row>', { row: 7 })).toBe('seat:7');
     expect(() => lockKey('seat:<0>', undefined)).toThrow(LockKeyError);
+    // It runs no method: its errors do not say one was not run (the decorator's do).
+    expect(() => lockKey('seat:<0>', undefined)).not.toThrow(/method/);
+    expect(() => lockKey('seat:<0.id>', null)).not.toThrow(/method/);
   });
 
   it('keeps at most 1,000 parsed templates: templates built per call (an id inside) do not grow memory forever', () => {
