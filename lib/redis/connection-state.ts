@@ -1,7 +1,7 @@
 import type { ClusterNode, Redis } from 'ioredis';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import type { CommandGate } from './command-deadlines';
-import { isClusterClient, type RedisClient } from './redis-connection';
+import { closedOnPurposeBy, isClusterClient, type RedisClient } from './redis-connection';
 
 /**
  * ioredis' own words for "this command never got an answer because the connection is gone"
@@ -76,7 +76,8 @@ export class ConnectionState implements CommandGate {
       this.everReady = true;
       return undefined;
     }
-    if (status === 'end') {
+    // One of ours that ioredis ended on its own is being opened again (reopenWhenEnded): told as a lost connection.
+    if (status === 'end' && !(this.owned && !closedOnPurposeBy(this.client))) {
       return new LockConnectionError(
         `Redis ${operation} not sent: the connection to ${this.target} is closed (the LockService was closed, or the client given to it was disconnected).`,
         operation,

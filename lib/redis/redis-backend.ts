@@ -2,7 +2,7 @@ import type { LockBackend, LockBackendContext, LockBackendFactory } from '../cor
 import { assertRedisOption } from '../options/connection-option';
 import { reportConnectionHealth } from './connection-health';
 import { ConnectionState } from './connection-state';
-import { RedisConnection, closeConnection, connectTimeoutFor, createRedisConnection, waitUntilReady } from './redis-connection';
+import { RedisConnection, closeConnection, closeNow, connectTimeoutFor, createRedisConnection, waitUntilReady } from './redis-connection';
 import { RedisLockStore } from './redis-lock-store';
 import { RedlockBackend } from './redlock';
 import { ReplicaAcks } from './replica-acks';
@@ -33,7 +33,7 @@ class RedisBackend implements LockBackend {
       this.connectionState = new ConnectionState(client, owned);
     } catch (error) {
       // Nobody could close a connection made by a constructor that throws: it would keep the process alive.
-      if (owned) client.disconnect();
+      if (owned) closeNow(client);
       throw error;
     }
     if (owned) reportConnectionHealth(client, this.connectionState, logger, shutdown);

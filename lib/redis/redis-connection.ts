@@ -58,6 +58,7 @@ export function createRedisConnection(option: RedisConnectionOption, commandTime
   if (isRedisClient(option)) return { client: option, owned: false };
   const defaults: RedisOptions = { ...connectionDefaults(commandTimeout), lazyConnect: true };
   const client = typeof option === 'string' ? new Redis(option, defaults) : new Redis({ ...defaults, ...sentinelDefaults(option), ...option });
+  reopenWhenEnded(client);
   return { client, owned: true };
 }
 
@@ -77,8 +78,39 @@ export function waitUntilReady(client: RedisClient, timeoutMs: number): Promise<
   });
 }
 
+/** Connections of ours closed on purpose (closeConnection, closeNow): never opened again. */
+const closedOnPurpose = new WeakSet<object>();
+
+/**
+ * Opens a connection of ours again when ioredis gives it up for good (status 'end') without our asking:
+ * it does so when one connect attempt fails in a way it does not retry. With `failoverDetector` (Sentinel),
+ * a `+switch-master` that arrives while the client is already reconnecting after a crashed primary closes
+ * that attempt ("Connection is closed") and ends the client: every lock call would then fail until a
+ * restart. Reopened after the longest reconnect delay; calls meanwhile fail fast, saying it is being
+ * re-established (ConnectionState).
+ */
+export function reopenWhenEnded(client: RedisClient): void {
+  client.on('end', () => {
+    if (closedOnPurpose.has(client)) return;
+    const timer = setTimeout(() => {
+      if (!closedOnPurpose.has(client) && client.status === 'end') client.connect().catch(() => undefined);
+    }, RECONNECT_MAX_DELAY_MS);
+    timer.unref();
+  });
+}
+
+/** Whether a connection of ours was closed on purpose (an ended one that was not is being opened again). */
+export const closedOnPurposeBy = (client: RedisClient): boolean => closedOnPurpose.has(client);
+
+/** Closes a connection of ours at once (no QUIT), for good. */
+export function closeNow(client: RedisClient): void {
+  closedOnPurpose.add(client);
+  client.disconnect();
+}
+
 /** Closes a connection we own: QUIT for a clean goodbye, then a hard disconnect; resolves once it ended, bounded. */
 export async function closeConnection(client: RedisClient, timeoutMs: number): Promise<void> {
+  closedOnPurpose.add(client);
   if (client.status === 'end') return;
   let timer: NodeJS.Timeout | undefined;
   const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));

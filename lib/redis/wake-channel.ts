@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
 import type { Handover, HandoverChannel, HandoverChannelState } from '../core/handover-channel';
 import { CommandDeadlines } from './command-deadlines';
-import { isClusterClient, RedisClient, waitUntilReady } from './redis-connection';
+import { closeNow, isClusterClient, RedisClient, reopenWhenEnded, waitUntilReady } from './redis-connection';
 import type { WakeRoute } from './wake-route';
 
 export type { Handover } from '../core/handover-channel';
@@ -151,8 +151,8 @@ export class WakeChannel implements HandoverChannel {
     this.timers.clear();
     const connection = this.connection;
     this.connection = undefined;
-    connection?.disconnect();
-    for (const node of this.nodeConnections.values()) node.disconnect();
+    if (connection) closeNow(connection);
+    for (const node of this.nodeConnections.values()) closeNow(node);
     this.nodeConnections.clear();
     this.slots.clear();
     this.byChannel.clear();
@@ -172,6 +172,7 @@ export class WakeChannel implements HandoverChannel {
     if (this.connection) return this.connection;
     // Connects now, whether or not the source was made with lazyConnect (ours are: see createRedisConnection).
     const connection = isClusterClient(this.source) ? this.source.duplicate() : this.source.duplicate({ lazyConnect: false });
+    reopenWhenEnded(connection);
     connection.on('error', (error: Error) => this.logger.debug?.(`Subscriber connection: ${error.message}`));
     connection.on('message', (_channel: string, message: string) => this.deliver(message));
     this.connection = connection;

@@ -40,6 +40,25 @@ describe('connection state in errors and logs', () => {
   afterEach(async () => void (await Promise.all(services.splice(0).map((s) => s.close()))));
   afterAll(() => redis.stop());
 
+  it('a connection ioredis gives up for good (status end, as after a +switch-master that closes a reconnect attempt) is opened again; close() ends it for good', async () => {
+    const locks = make(redis.url, 500);
+    await locks.onModuleInit();
+    const client = (locks.engine.store as unknown as { client: { status: string; disconnect(): void } }).client;
+    expect(client.status).toBe('ready');
+    client.disconnect(); // what ioredis does itself when a connect attempt fails in a way it does not retry
+    await until('the client to end', () => client.status === 'end');
+    const meanwhile = await locks.acquire('ended:1').catch((e: unknown) => e);
+    expect(meanwhile).toBeInstanceOf(LockConnectionError); // fails fast while it is down, saying it comes back
+    expect((meanwhile as Error).message).toMatch(/was lost.*being re-established/);
+    await until('the client to be opened again', () => client.status === 'ready', 3_000);
+    const lock = await locks.acquire('ended:1');
+    expect(await lock.release()).toBe(true);
+    await locks.close();
+    expect(client.status).toBe('end');
+    await sleep(800); // past the reopen delay: closed on purpose stays closed
+    expect(client.status).toBe('end');
+  });
+
   it('outside Nest (no onModuleInit), the first calls wait for the connection instead of failing', async () => {
     const locks = make(redis.url);
     const [lock, locked] = await Promise.all([locks.acquire('first:1'), locks.isLocked('first:2')]);

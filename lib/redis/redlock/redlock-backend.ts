@@ -3,7 +3,7 @@ import type { LockBackend, LockBackendContext } from '../../core/lock-backend';
 import { LockConnectionError } from '../../errors/lock-connection.error';
 import { LockOptionsError } from '../../errors/lock-options.error';
 import { reportConnectionHealth } from '../connection-health';
-import { closeConnection, waitUntilReady } from '../redis-connection';
+import { closeConnection, closeNow, waitUntilReady } from '../redis-connection';
 import { WakeChannel } from '../wake-channel';
 import { WakeRoute } from '../wake-route';
 import { quorumOf } from './quorum';
@@ -29,7 +29,7 @@ export class RedlockBackend implements LockBackend {
       for (const option of redlock.nodes) this.nodes.push(new RedlockNode(option, settings.commandTimeout, redlock.nodeTimeout));
     } catch (error) {
       // Nobody could close the nodes already connected: a constructor that throws returns no backend.
-      for (const node of this.nodes) if (node.owned) node.client.disconnect();
+      for (const node of this.nodes) if (node.owned) closeNow(node.client);
       throw error;
     }
     for (const node of this.nodes) if (node.owned) reportConnectionHealth(node.client, node.state, logger, shutdown);
