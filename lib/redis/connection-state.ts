@@ -77,7 +77,8 @@ export class ConnectionState implements CommandGate {
       return undefined;
     }
     // One of ours that ioredis ended on its own is being opened again (reopenWhenEnded): told as a lost connection.
-    if (status === 'end' && !(this.owned && !closedOnPurposeBy(this.client))) {
+    const reopening = this.owned && !closedOnPurposeBy(this.client);
+    if (status === 'end' && !reopening) {
       return new LockConnectionError(
         `Redis ${operation} not sent: the connection to ${this.target} is closed (the LockService was closed, or the client given to it was disconnected).`,
         operation,

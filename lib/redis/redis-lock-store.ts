@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { monotonicNow } from '../time/clock';
+import { withDeadline } from '../time/deadline';
 import type { AcquireReply, LockStore, ReleaseOutcome, RenewRequest as StoreRenewRequest } from '../core/lock-store';
 import type { StoreProbe } from '../core/store-probe';
 import { runBoundedScript } from './bounded-script';
@@ -229,17 +230,8 @@ export class RedisLockStore implements LockStore {
    */
   private async connectedReplicas(withinMs: number): Promise<number | undefined> {
     if (withinMs <= 0) return undefined;
-    let timer: NodeJS.Timeout | undefined;
-    const giveUp = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), withinMs);
-      timer.unref();
-    });
     const ask = this.deadlines.bound('info', () => (this.client as Redis).info('replication')).then(connectedReplicasOf, () => undefined);
-    try {
-      return await Promise.race([ask, giveUp]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return withDeadline(ask, withinMs, () => new Error('no replica count in time')).catch(() => undefined);
   }
 
   /** Keys and arguments of the scripts that may hand the lock to the next waiter (release, abandon). */

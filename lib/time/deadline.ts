@@ -1,6 +1,7 @@
 /**
  * `promise`, or the rejection `onTimeout()` makes if it has not settled within `ms`. For a few calls made by
- * another library (BullMQ) that cannot be bounded from inside; the lock's own Redis calls use CommandDeadlines.
+ * another library (BullMQ) that cannot be bounded from inside, and to cut one of our bounded calls shorter (the
+ * replica count of an error message); the lock's own Redis calls use CommandDeadlines.
  * The promise is not cancelled: a late rejection is swallowed, a late value ignored.
  */
 export function withDeadline<T>(promise: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
