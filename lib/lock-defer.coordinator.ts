@@ -51,8 +51,13 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
     const limits = { commandTimeout: engine.settings.commandTimeout, shutdownTimeout: engine.settings.shutdownTimeout };
     const { settings, options } = this;
     assertDeferConnectionSupported(options.redis);
-    this.queue = this.queues.create({ settings, options, limits, metrics: engine.metrics, logger: engine.logger });
-    attachDeferQueue(this.locks, this.queue);
+    const queue = this.queues.create({ settings, options, limits, metrics: engine.metrics, logger: engine.logger });
+    this.queue = queue;
+    attachDeferQueue(this.locks, queue);
+    // The queue connects at once, and Nest runs no shutdown hook after a failed startup: when the
+    // LockService closes, here or because it could not start (Redis unreachable), the queue closes with
+    // it, or its connection would keep reconnecting in a process that never started.
+    engine.closeSignal.addEventListener('abort', () => void queue.close().catch(() => undefined), { once: true });
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -56,6 +56,10 @@ export class LockEngine implements LockRuntime {
   private readonly serviceId = newServiceId();
   /** Aborts when close() begins: no new lock is taken from then on, and waiters stop waiting. */
   private readonly shutdown = new AbortController();
+  /** Aborts when close() begins, whether at shutdown or because startup failed (read-only view of `shutdown`). */
+  get closeSignal(): AbortSignal {
+    return this.shutdown.signal;
+  }
   /** Held locks and acquisitions in flight: what close() waits for before closing the connection. */
   private readonly drain = new ShutdownDrain();
   /** The drain is over: not even a nested call that borrows a held key is served any more. */

@@ -2,8 +2,10 @@
  * onBusy 'defer' when Redis goes away (kill -9, SIGSTOP) on a real Redis with real BullMQ: a call whose key
  * was busy and whose enqueue cannot reach Redis answers LockConnectionError (503 over HTTP) within
  * commandTimeout instead of waiting for Redis to come back, and is not enqueued behind the caller's back
- * once it does; app.close() ends within its bounds with Redis gone, a deferred job running or not.
+ * once it does; app.close() ends within its bounds with Redis gone, a deferred job running or not; a startup
+ * that fails on an unreachable Redis leaves no queue connection reconnecting behind it.
  */
+import * as net from 'node:net';
 import { INestApplication, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Queue } from 'bullmq';
@@ -193,4 +195,42 @@ describe("onBusy 'defer' with Redis gone", () => {
     expect((closed as { ms: number }).ms).toBeLessThan(2 * SHUTDOWN_TIMEOUT + 4 * COMMAND_TIMEOUT + 1_000);
     expect(events).toEqual(['start 3', 'end 3']);
   }, 40_000);
+
+  it('Redis unreachable at startup: init fails with LockConnectionError and the queue stops connecting too (nothing retries in a process that did not start)', async () => {
+    // A port that accepts and drops every connection: each reconnect attempt of any client is counted.
+    let attempts = 0;
+    const server = net.createServer((socket) => {
+      attempts++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      @Module({
+        imports: [
+          DistributedLockModule.forRoot({
+            redis: `redis://127.0.0.1:${port}`,
+            startupTimeout: 1_000,
+            commandTimeout: COMMAND_TIMEOUT,
+            shutdownTimeout: SHUTDOWN_TIMEOUT,
+            defer: { queueName },
+          }),
+        ],
+        providers: [Work],
+      })
+      class AppModule {}
+      const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+      const app = moduleRef.createNestApplication({ logger: false });
+      await expect(app.init()).rejects.toBeInstanceOf(LockConnectionError);
+      expect(attempts).toBeGreaterThan(0); // the fault: every client really was turned away
+      // The queue closes within its bounds (shutdownTimeout, then commandTimeout for its connections).
+      await sleep(SHUTDOWN_TIMEOUT + COMMAND_TIMEOUT + 500);
+      const before = attempts;
+      await sleep(2_500);
+      // Before: BullMQ's connection kept reconnecting (about 2 attempts a second) and kept the process alive.
+      expect(attempts - before).toBe(0);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }, 30_000);
 });
