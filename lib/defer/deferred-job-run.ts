@@ -18,7 +18,7 @@ export interface DeferredJobRun {
   readonly run: RunUnderLock;
   readonly drain: JobDrain;
   readonly logger: Logger;
-  /** The worker is closing and the method did not run: the job goes back to its queue, no attempt used. */
+  /** The worker is closing and the method did not run, or stopped on its shutdown notice: the job goes back to its queue, no attempt used. */
   giveBack(): Promise<unknown>;
 }
 
@@ -30,7 +30,7 @@ const NOT_RUN = Symbol('not-run');
  * the method, on its singleton instance, under its lock taken with 'retry'. Resolves to the result to keep
  * (JSON-storable: a method that ran must not fail its job afterwards, or it would run again); rejects with
  * the method's error as `Name: message`, since a failed job keeps the message only. A job fetched as the
- * worker started closing, or still waiting for its lock then, is given back instead.
+ * worker started closing, still waiting for its lock then, or stopped by its shutdown notice, is given back instead.
  */
 export async function runDeferredJob(job: DeferredJobRun): Promise<unknown> {
   const { data, targets, drain } = job;
@@ -48,6 +48,8 @@ export async function runDeferredJob(job: DeferredJobRun): Promise<unknown> {
     try {
       result = await Promise.race([running, jobRun.left.then(() => NOT_RUN)]);
     } catch (error) {
+      // Stopped when told the application is shutting down: back to the queue for another instance.
+      if (jobRun.stoppedForShutdown(error)) return await job.giveBack();
       const e = error instanceof Error ? error : new Error(String(error));
       throw Object.assign(new Error(`${e.name}: ${e.message}`), { name: e.name });
     }

@@ -35,6 +35,20 @@ export class JobRun {
     this.leave();
   }
 
+  /**
+   * Whether the method stopped on the shutdown notice: it threw its lock's shutdown reason, as is
+   * (`signal.throwIfAborted()`, an abortable call given the signal) or as the `cause` of another error
+   * (the AbortError of `timers/promises`). Such a run was cut short, not failed: the job goes back to
+   * the queue like one whose worker stopped, with no attempt used.
+   */
+  stoppedForShutdown(error: unknown): boolean {
+    const signal = this.lock?.signal;
+    const reason: unknown = signal?.aborted ? signal.reason : undefined;
+    if (!(reason instanceof LockLostError) || reason.reason !== 'shutdown') return false;
+    // Not `instanceof Error`: Node's own AbortError may come from another realm (a test runner's vm).
+    return error === reason || (typeof error === 'object' && error !== null && (error as { cause?: unknown }).cause === reason);
+  }
+
   end(): void {
     this.drain.ended(this);
   }

@@ -10,6 +10,7 @@ import { INestApplication, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Queue } from 'bullmq';
 import Redis from 'ioredis';
+import { setTimeout as sleepAbortable } from 'node:timers/promises';
 import '../harness/quiet-logs';
 import { Deferred, DistributedLockModule, LockLostError, LockService, LockServiceClosedError, Locked, currentLock } from '../../lib';
 import { LockDeferCoordinator } from '../../lib/lock-defer.coordinator';
@@ -35,6 +36,8 @@ class Slow {
   }
 }
 
+/** Runs of `Reindex.abortable` so far: only the first works until told to stop. */
+let abortableRuns = 0;
 /** Runs of `Reindex.stubborn` so far: only the first ignores the shutdown. */
 let stubbornRuns = 0;
 /** How long the first `stubborn` run goes on, whatever it is told. */
@@ -64,6 +67,21 @@ class Reindex {
     events.push(`start ${id} run ${run} token ${lock.fencingToken}`);
     if (run === 1) await sleep(STUBBORN_MS);
     events.push(`end ${id} run ${run}`);
+    return id;
+  }
+
+  /**
+   * Works until told to stop, and stops by throwing (`timers/promises` rejects with an AbortError whose cause is the
+   * signal's reason, or `throwIfAborted()` throws the reason itself); a run not told returns at once.
+   */
+  @Locked('reindex:<0>', { onBusy: 'defer' })
+  async abortable(id: string, how: 'timers' | 'throwIfAborted'): Promise<string | Deferred> {
+    const lock = currentLock()!;
+    events.push(`start ${id}`);
+    if (abortableRuns++ > 0) return id;
+    if (how === 'timers') await sleepAbortable(20_000, undefined, { signal: lock.signal });
+    else await new Promise<void>((resolve) => lock.signal.addEventListener('abort', () => resolve(), { once: true }));
+    lock.signal.throwIfAborted();
     return id;
   }
 
@@ -223,7 +241,7 @@ describe("onBusy 'defer': app.close() is bounded by shutdownTimeout while deferr
     await queue?.close();
   });
 
-  async function instance(worker = true, waitTimeout = 5_000): Promise<{ app: INestApplication; reindex: Reindex; locks: LockService }> {
+  async function instance(worker = true, waitTimeout = 5_000, attempts?: number): Promise<{ app: INestApplication; reindex: Reindex; locks: LockService }> {
     @Module({
       imports: [
         DistributedLockModule.forRoot({
@@ -231,7 +249,7 @@ describe("onBusy 'defer': app.close() is bounded by shutdownTimeout while deferr
           keyPrefix: 'defer-bounded:',
           shutdownTimeout: SHUTDOWN_TIMEOUT,
           waitTimeout,
-          defer: { queueName, worker, jobLease: 1_000, backoff: 50 },
+          defer: { queueName, worker, jobLease: 1_000, backoff: 50, attempts },
         }),
       ],
       providers: [Reindex],
@@ -272,6 +290,27 @@ describe("onBusy 'defer': app.close() is bounded by shutdownTimeout while deferr
     expect(await job.getState()).toBe('completed');
     expect(job.returnvalue).toBe('c1');
   }, 30_000);
+
+  it.each(['timers', 'throwIfAborted'] as const)(
+    'a job that stops by throwing its shutdown notice (%s) goes back to the queue with no attempt used, and another instance runs it (attempts: 1)',
+    async (how) => {
+      abortableRuns = 0;
+      const a = await instance(true, 5_000, 1);
+      const jobId = await deferred(a.locks, `reindex:t-${how}`, () => a.reindex.abortable(`t-${how}`, how));
+      expect(await pollUntil(() => events.includes(`start t-${how}`), 10_000, 5)).toBe(true);
+      const took = await timeClose(a.app, 8_000);
+      expect(took).toBeLessThan(SHUTDOWN_TIMEOUT);
+      const job = (await queue!.getJob(jobId))!;
+      // Before: failed for good (attempts: 1), 'LockLostError: … shutting down', and never run again.
+      expect(['waiting', 'delayed']).toContain(await job.getState());
+      expect(job.attemptsMade).toBe(0);
+
+      await instance();
+      expect(await pollUntil(async () => (await queue!.getJobState(jobId)) === 'completed', 15_000, 25)).toBe(true);
+      expect(events.filter((e) => e === `start t-${how}`)).toHaveLength(2);
+    },
+    40_000,
+  );
 
   it('a job that ignores its signal: the close ends within about twice shutdownTimeout, and another instance runs the job again once its first lock lapsed', async () => {
     stubbornRuns = 0;
