@@ -19,6 +19,7 @@ import { runDeferredJob, type DeferredJobData } from './deferred-job-run';
 import { enqueueFailure, enqueueNotSent, enqueueTimeout } from './enqueue-failure';
 import { isFinalFailure } from './final-failure';
 import { JobDrain, workerShutdownNotice } from './job-drain';
+import { countJobRun } from './job-run-count';
 
 /** Completed jobs stay as long as they stand for repeated defers with their `deferKey`. */
 const KEEP_COMPLETED_SECONDS = DEFER_KEY_WINDOW_MS / 1000;
@@ -104,7 +105,7 @@ export class BullmqDeferQueue implements DeferJobQueue {
 
   /** Adds the job (or, for a deferKey naming a job that failed for good, retries that one); resolves to its id. */
   private async store(method: DeferredMethod, encoded: EncodedArguments, jobId: string | undefined): Promise<string> {
-    if (jobId !== undefined && (await prepareDeferKeyJob(this.queue, jobId, KEEP_COMPLETED_SECONDS * 1000)) === 'retried') return jobId;
+    if (jobId !== undefined && (await prepareDeferKeyJob(this.queue, this.queueConnection, jobId, KEEP_COMPLETED_SECONDS * 1000)) === 'retried') return jobId;
     const { attempts, backoff } = this.options;
     const job = await this.queue.add(
       method.name,
@@ -202,7 +203,38 @@ export class BullmqDeferQueue implements DeferJobQueue {
     run: RunUnderLock,
   ): Promise<unknown> {
     const { drain, logger } = this;
-    return runDeferredJob({ jobId: job.id ?? '', data: job.data, targets, run, drain, logger, giveBack: () => this.giveBack(job, token) });
+    const jobId = job.id ?? '';
+    return runDeferredJob({
+      jobId,
+      data: job.data,
+      targets,
+      run,
+      drain,
+      logger,
+      giveBack: () => this.giveBack(job, token),
+      beforeMethod: () => this.countRun(job.data.method, jobId),
+    });
+  }
+
+  /**
+   * Counts this run in the job (job-run-count.ts) and refuses it when `attempts` runs were started already
+   * (failed or cut short alike): the job fails for good, not run again. Bounded by `commandTimeout`.
+   */
+  private async countRun(method: string, jobId: string): Promise<void> {
+    const { commandTimeout } = this.limits;
+    const { attempts, queueName } = this.options;
+    const runs = await withDeadline(countJobRun(this.queue, this.queueConnection, jobId), commandTimeout, () =>
+      new DistributedLockError(`Deferred ${method} (job ${jobId}): Redis did not answer within commandTimeout (${commandTimeout} ms) before the run; not run now.`),
+    );
+    if (runs === -1) {
+      throw new this.bullmq.UnrecoverableError(`Deferred ${method} (job ${jobId}) was removed from queue "${queueName}" while waiting for its lock; not run.`);
+    }
+    if (runs > attempts) {
+      throw new this.bullmq.UnrecoverableError(
+        `Deferred ${method} (job ${jobId}) was started ${runs - 1} time(s) already (failed or cut short by a worker that stopped), ` +
+          `all of its attempts (${attempts}); not run again.`,
+      );
+    }
   }
 
   /**

@@ -1,4 +1,6 @@
 import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { resetJobRuns } from './job-run-count';
 
 /**
  * Makes the job a `deferKey` names ready to stand for a new call, before the enqueue. BullMQ answers an
@@ -12,12 +14,14 @@ import type { Queue } from 'bullmq';
  * - completed longer ago than the window: BullMQ removes old completed jobs only when another job
  *   completes, so on a quiet queue the window never ended. Such a job is removed, then enqueued anew.
  */
-export async function prepareDeferKeyJob(queue: Queue, jobId: string, windowMs: number): Promise<'retried' | 'enqueue'> {
+export async function prepareDeferKeyJob(queue: Queue, client: Redis, jobId: string, windowMs: number): Promise<'retried' | 'enqueue'> {
   const state = await queue.getJobState(jobId);
   if (state === 'failed') {
     const job = await queue.getJob(jobId);
     if (!job) return 'enqueue'; // removed meanwhile
     try {
+      // Its runs count from zero again (job-run-count.ts), before any worker can take it.
+      await resetJobRuns(queue, client, jobId);
       await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
       return 'retried';
     } catch (error) {

@@ -20,6 +20,8 @@ export interface DeferredJobRun {
   readonly logger: Logger;
   /** The worker is closing and the method did not run, or stopped on its shutdown notice: the job goes back to its queue, no attempt used. */
   giveBack(): Promise<unknown>;
+  /** Runs under the lock right before the method; a rejection stops the run and fails the job with that error. */
+  beforeMethod?(): Promise<void>;
 }
 
 /** What a run resolves to when it left while waiting for its lock (the worker started closing): the method did not run. */
@@ -41,9 +43,11 @@ export async function runDeferredJob(job: DeferredJobRun): Promise<unknown> {
   const jobRun = drain.start(job.jobId);
   try {
     const args = decodeDeferredArguments(data);
-    const running = job.run(target, args, (lock) =>
-      jobRun.enter(lock) ? Promise.resolve(Reflect.apply(target.method.original, target.instance, args)) : Promise.resolve(NOT_RUN),
-    );
+    const method = () => Reflect.apply(target.method.original, target.instance, args) as unknown;
+    const running = job.run(target, args, (lock) => {
+      if (!jobRun.enter(lock)) return Promise.resolve(NOT_RUN);
+      return job.beforeMethod ? job.beforeMethod().then(method) : Promise.resolve(method());
+    });
     let result: unknown;
     try {
       result = await Promise.race([running, jobRun.left.then(() => NOT_RUN)]);

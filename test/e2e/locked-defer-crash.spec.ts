@@ -54,7 +54,7 @@ describe("onBusy 'defer': a worker killed or frozen mid-job", () => {
   });
 
   /** An instance in this process: a producer only, or a worker too. */
-  async function instance(worker: boolean, attempts = 3): Promise<{ stock: Stock; locks: LockService }> {
+  async function instance(worker: boolean, attempts = 3, refuse = false): Promise<{ stock: Stock; locks: LockService }> {
     const client = redis.client();
     @Module({
       imports: [
@@ -64,7 +64,7 @@ describe("onBusy 'defer': a worker killed or frozen mid-job", () => {
           defer: { queueName, worker, jobLease: JOB_LEASE, attempts, backoff: 50 },
         }),
       ],
-      providers: [Stock, { provide: STOCK_IO, useValue: { client, stallMs: 0, report: (l: Record<string, unknown>) => lines.push(l) } }],
+      providers: [Stock, { provide: STOCK_IO, useValue: { client, stallMs: 0, refuse, report: (l: Record<string, unknown>) => lines.push(l) } }],
     })
     class LocalModule {}
     const ref = await Test.createTestingModule({ imports: [LocalModule] }).compile();
@@ -168,5 +168,17 @@ describe("onBusy 'defer': a worker killed or frozen mid-job", () => {
       errors.mockRestore();
       await otel.uninstall();
     }
+  }, 60_000);
+
+  it('attempts bound every run, killed or failed: attempts 2, one run killed -9, the next fails: not run a third time', async () => {
+    const job = await deferOneJob('bound', 2);
+    await crashRuns(1, 2);
+    await instance(true, 2, true); // its runs throw
+    expect(await pollUntil(async () => (await queue!.getJobState(job.jobId)) === 'failed', 20_000, 50)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // a third run, if any, would have started by now
+    // Before: BullMQ counts stalls and failures apart, so the failed run was retried: 3 runs for attempts 2.
+    expect(lines.filter((l) => l.event === 'started')).toHaveLength(1);
+    const failed = (await queue!.getJob(job.jobId))!;
+    expect(failed.failedReason).toMatch(/started 2 time\(s\) already .*all of its attempts \(2\); not run again/);
   }, 60_000);
 });

@@ -13,6 +13,8 @@ export const STOCK_IO = Symbol('stock-io');
 export interface StockIo {
   readonly client: Redis;
   readonly stallMs: number;
+  /** Every run fails right after it started (a store that refuses the write). */
+  readonly refuse?: boolean;
   report(line: Record<string, unknown>): void;
 }
 
@@ -24,6 +26,7 @@ export class Stock {
   async write(item: string, value: string): Promise<boolean | Deferred> {
     const token = currentLock()!.fencingToken;
     this.io.report({ event: 'started', token, value, pid: process.pid });
+    if (this.io.refuse) throw new Error('the store refused the write');
     await new Promise((resolve) => setTimeout(resolve, this.io.stallMs));
     const accepted = await fencedWrite(this.io.client, `store:${item}`, token, `${value}@${process.pid}`);
     this.io.report({ event: 'wrote', token, accepted, pid: process.pid });
