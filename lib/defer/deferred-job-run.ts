@@ -43,7 +43,7 @@ export async function runDeferredJob(job: DeferredJobRun): Promise<unknown> {
   const jobRun = drain.start(job.jobId);
   try {
     const args = decodeDeferredArguments(data);
-    const method = () => Reflect.apply(target.method.original, target.instance, args) as unknown;
+    const method = (): unknown => Reflect.apply(target.method.original, target.instance, args);
     const running = job.run(target, args, (lock) => {
       if (!jobRun.enter(lock)) return Promise.resolve(NOT_RUN);
       return job.beforeMethod ? job.beforeMethod().then(method) : Promise.resolve(method());
