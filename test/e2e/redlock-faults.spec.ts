@@ -182,6 +182,31 @@ describe('T16 Redlock node faults', () => {
       expect(await survivor.exists('rf5:{k}')).toBe(0);
     });
 
+    it('isLocked and release with one holding node frozen and one that never had the lock: LockConnectionError, never "free" or "not ours" while it is held', async () => {
+      const holder = await makeService(nodes.urls, 'rf7:');
+      // Another service, straight to the servers (not through the proxies the holder's fault is made on).
+      const other = await makeService(
+        nodes.servers.map((server) => server.url),
+        'rf7:',
+      );
+      nodes.proxies[0].blackhole(true); // the holder cannot reach node 0: it takes the lock on nodes 1 and 2
+      const lock = await holder.acquire('k');
+      nodes.proxies[0].blackhole(false);
+      expect(await nodes.servers[0].client().exists('rf7:{k}')).toBe(0); // the fault was real
+      expect(await other.isLocked('k')).toBe(true);
+      nodes.servers[1].pause(); // now: node 0 says free, node 1 does not answer, node 2 says held
+      const asked = await timed(other.isLocked('k'));
+      expect(lock.isHeld()).toBe(true);
+      // Before: false (a majority had answered, one of them "free"), about a node timeout later.
+      expect(asked.error).toBeInstanceOf(LockConnectionError);
+      expect((asked.error as Error).message).toMatch(/isLocked of "k": 2 of 3 nodes answered/);
+      // The release, in the same state, cannot tell whether the lock was still ours on a majority either.
+      // Before: 'not-owner' (LockLostError, "already expired") while node 2 still held it for us.
+      const released = await timed(lock.release());
+      expect(released.error).toBeInstanceOf(LockConnectionError);
+      nodes.servers[1].resume();
+    });
+
     it('a holder loses a majority (2 of 3 frozen mid-hold): the signal aborts by the lease deadline', async () => {
       const service = await makeService(nodes.urls, 'rf6:');
       const lock = await service.acquire('k', { ttl: 1_000 });

@@ -298,8 +298,9 @@ export class RedlockStore implements LockStore {
     );
     const owned = count(votes, (r) => r === 1 || r === 2);
     if (owned >= this.quorum) return count(votes, (r) => r === 2) > 0 ? 'handed-over' : 'freed';
-    if (count(votes) < this.quorum) throw this.fewAnswers('release', keys, votes);
-    return 'not-owner';
+    // Not ours only when no majority can have been ours: a node that did not answer may have been one.
+    if (count(votes, (r) => r === 0) > n - this.quorum) return 'not-owner';
+    throw this.fewAnswers('release', keys, votes);
   }
 
   extend(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
@@ -336,8 +337,9 @@ export class RedlockStore implements LockStore {
       (v) => count(v, (r) => r) >= this.quorum || count(v, (r) => !r) > n - this.quorum,
     );
     if (count(votes, (r) => r) >= this.quorum) return true;
-    if (count(votes) < this.quorum) throw this.fewAnswers('isLocked', keys, votes);
-    return false;
+    // Free only when no majority can hold it: a node that did not answer may be one of the holder's.
+    if (count(votes, (r) => !r) > n - this.quorum) return false;
+    throw this.fewAnswers('isLocked', keys, votes);
   }
 
   /**
