@@ -29,6 +29,8 @@ export interface RenewRequest<K extends LockKeys = LockKeys> {
   keys: K;
   token: string;
   ttl: number;
+  /** The lease's fencing token: a store that takes a lost key back (Redlock) raises that node's last token to it. */
+  fence?: number;
 }
 
 /** `handed-over`: the release gave the lock to the next waiter (whose service is being told so). */
@@ -65,7 +67,7 @@ export interface LockStore {
   release(keys: LockKeys, token: string): Promise<ReleaseOutcome>;
 
   /** Owner-checked: sets the remaining lease to `ttl`. */
-  extend(keys: LockKeys, token: string, ttl: number): Promise<boolean>;
+  extend(keys: LockKeys, token: string, ttl: number, fence?: number): Promise<boolean>;
 
   /** Owner-checked: sets the remaining lease to `ttl` where shortening is the safe side (minHold at release). */
   shorten(keys: LockKeys, token: string, ttl: number): Promise<boolean>;

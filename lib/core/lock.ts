@@ -141,7 +141,7 @@ export class Lock implements LockHandle, AsyncDisposable {
     // Sent first: a store that refuses this ttl (Redlock: above nodeRecoveryDelay) throws here and no
     // lease changes. Then, in the same turn, the leases: the watchdog renews to the lease's ttl, so
     // renewals sent from now on carry the new one.
-    const extending = this.leases.map((l) => this.runtime.store.extend(l.keys, this.token, ttl));
+    const extending = this.leases.map((l) => this.runtime.store.extend(l.keys, this.token, ttl, l.fence));
     const calls = this.leases.map((l) => {
       l.ttl = ttl;
       return expiryCallSent(l, ttl, sentAt);

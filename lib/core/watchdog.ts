@@ -202,7 +202,7 @@ export class Watchdog {
 
   /** Renews `due` in one pipeline and applies each answer to its lease. */
   private async renew(due: readonly DueRenewal[]): Promise<void> {
-    const requests: RenewRequest[] = due.map(({ lock, lease }) => ({ keys: lease.keys, token: lock.token, ttl: lease.ttl }));
+    const requests: RenewRequest[] = due.map(({ lock, lease }) => ({ keys: lease.keys, token: lock.token, ttl: lease.ttl, fence: lease.fence }));
     const sentAt = monotonicNow();
     const calls = due.map(({ lease }, i) => expiryCallSent(lease, requests[i].ttl, sentAt));
     const results = await this.store.renewMany(requests);

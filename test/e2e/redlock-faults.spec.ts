@@ -207,6 +207,60 @@ describe('T16 Redlock node faults', () => {
       nodes.servers[1].resume();
     });
 
+    /** The holder's key and last fencing token on node `n`, read on the server itself. */
+    async function nodeState(n: number, prefix: string): Promise<{ holder: string | null; fence: number }> {
+      const direct = nodes.servers[n].client();
+      return { holder: await direct.get(`${prefix}{k}`), fence: Number((await direct.get(`${prefix}{k}:f`)) ?? 0) };
+    }
+
+    it('a lock held through a rolling restart (one node at a time restarted empty, each voting again before the next): kept, never free', async () => {
+      const ttl = 1_000;
+      const holder = await makeService(nodes.urls, 'rf8:', { ttl, nodeRecoveryDelay: ttl });
+      const other = await makeService(
+        nodes.servers.map((server) => server.url),
+        'rf8:',
+        { ttl, nodeRecoveryDelay: ttl },
+      );
+      // Brand-new nodes vote only nodeRecoveryDelay after first use.
+      await other.tryAcquire('warm-up').catch(() => null);
+      await sleep(ttl + 100);
+      const lock = await holder.acquire('k');
+      for (const n of [0, 1, 2]) {
+        await nodes.servers[n].kill9();
+        await nodes.servers[n].restart();
+        expect((await nodeState(n, 'rf8:')).holder).toBeNull(); // the fault: it forgot the lock
+        await sleep(2 * ttl); // back and voting again, and a full lease of renewals
+        expect(lock.isHeld()).toBe(true);
+        // Before: lost at the second restart ("the lease had already expired"): the node restarted first was never taken back.
+        expect(await nodeState(n, 'rf8:')).toEqual({ holder: expect.any(String), fence: lock.fencingToken });
+        expect(await other.tryAcquire('k')).toBeNull();
+      }
+      await lock.release();
+      expect(await other.isLocked('k')).toBe(false);
+    }, 30_000);
+
+    it('a lock held while its holder is cut off from one node after another, each past the ttl: kept, and retaken on every healed node', async () => {
+      const ttl = 1_000;
+      const holder = await makeService(nodes.urls, 'rf9:', { ttl });
+      const other = await makeService(
+        nodes.servers.map((server) => server.url),
+        'rf9:',
+        { ttl },
+      );
+      const lock = await holder.acquire('k');
+      for (const n of [0, 1, 2]) {
+        nodes.proxies[n].blackhole(true);
+        await sleep(1.5 * ttl);
+        expect((await nodeState(n, 'rf9:')).holder).toBeNull(); // the fault: the key expired on the cut-off node
+        nodes.proxies[n].blackhole(false);
+        await sleep(ttl);
+        expect(lock.isHeld()).toBe(true); // before: lost while cut off from the second node
+        expect((await nodeState(n, 'rf9:')).holder).not.toBeNull();
+        expect(await other.tryAcquire('k')).toBeNull();
+      }
+      await lock.release();
+    }, 30_000);
+
     it('a holder loses a majority (2 of 3 frozen mid-hold): the signal aborts by the lease deadline', async () => {
       const service = await makeService(nodes.urls, 'rf6:');
       const lock = await service.acquire('k', { ttl: 1_000 });

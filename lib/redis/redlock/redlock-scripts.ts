@@ -1,6 +1,5 @@
 import { luaScript } from '../lua-script';
 import { FENCE_FUNCTIONS, PLACE_FUNCTIONS } from '../scripts/lua-functions';
-import { RENEW_SCRIPT } from '../scripts/renew.script';
 import { nodeSinceLua } from './node-since.lua';
 import { RAISED_FENCE_RETENTION_MS, TICKET_QUEUE_FUNCTIONS } from './ticket-queue.lua';
 
@@ -159,6 +158,38 @@ return 1
 `;
 
 /**
+ * Renewal on one node (watchdog, extend, minHold's shorten): owner-checked like the single-node one, and,
+ * given the lock's fencing token, it takes the key back where it is free. A node loses the key when it
+ * restarts empty, or when the key expires there while the holder is cut off from it; without this the
+ * majority holding the lock for us shrank with each such fault, and a lock held through a rolling restart
+ * (restart one node, wait until it votes again, restart the next) was lost at the second restart although
+ * two of three nodes were up and voting all along. Safe because a renewal counts only when its answer
+ * comes back before the lease's deadline (watchdog.ts, Lock.extend): until then our keys on the majority
+ * that last granted or renewed it are alive, so nobody else holds a majority, and taking a free node
+ * cannot make a second one. The node's last token is raised to ours, so a later grant there issues a
+ * higher one (as after a fencing write-back). Nodes still in their nodeRecoveryDelay take it back too:
+ * the delay keeps a forgetful node from voting for a newcomer, and we are the holder.
+ * KEYS: lock, fence. ARGV: token, ttl ms, [the lock's fencing token]. Returns 1 renewed or taken back,
+ * 0 held by another token (or free, without a fencing token).
+ */
+export const REDLOCK_RENEW_SCRIPT =
+  `
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if holder or not ARGV[3] then return 0 end
+` +
+  FENCE_FUNCTIONS +
+  `
+local last = last_fence_of(KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if fence_above(ARGV[3], last) then redis.call('SET', KEYS[2], ARGV[3], 'PX', ${RAISED_FENCE_RETENTION_MS}) end
+return 1
+`;
+
+/**
  * The health probe of one node (RedlockStore.probe). A write first, as every vote is one: a node that
  * refuses writes (out of memory, READONLY) or holds them (CLIENT PAUSE WRITE) fails the probe as it
  * fails an acquire. Then how long the node still gives no votes, by the acquire's recovery rule.
@@ -178,13 +209,13 @@ local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 return 0
 `;
 
-/** The scripts a Redlock node runs (renewal is the single-node one: owner-checked PEXPIRE). */
+/** The scripts a Redlock node runs. */
 export const REDLOCK_SCRIPTS = {
   acquire: luaScript(5, REDLOCK_ACQUIRE_SCRIPT),
   release: luaScript(4, REDLOCK_RELEASE_SCRIPT),
   abandon: luaScript(4, REDLOCK_ABANDON_SCRIPT),
   giveBack: luaScript(4, REDLOCK_GIVE_BACK_SCRIPT),
   raiseFence: luaScript(2, REDLOCK_RAISE_FENCE_SCRIPT),
-  renew: luaScript(1, RENEW_SCRIPT),
+  renew: luaScript(2, REDLOCK_RENEW_SCRIPT),
   probe: luaScript(2, REDLOCK_PROBE_SCRIPT),
 } as const;

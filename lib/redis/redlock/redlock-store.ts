@@ -303,9 +303,9 @@ export class RedlockStore implements LockStore {
     throw this.fewAnswers('release', keys, votes);
   }
 
-  extend(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
+  extend(keys: LockRedisKeys, token: string, ttl: number, fence?: number): Promise<boolean> {
     this.assertTtl('extend ttl', ttl);
-    return this.renewOnMajority('extend', keys, token, ttl);
+    return this.renewOnMajority('extend', keys, token, ttl, fence);
   }
 
   shorten(keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
@@ -378,17 +378,19 @@ export class RedlockStore implements LockStore {
 
   renewMany(requests: readonly RenewRequest[]): Promise<Array<boolean | Error>> {
     return Promise.all(
-      requests.map((r) => this.renewOnMajority('renew', r.keys as LockRedisKeys, r.token, r.ttl).catch((error: unknown) => error as Error)),
+      requests.map((r) => this.renewOnMajority('renew', r.keys as LockRedisKeys, r.token, r.ttl, r.fence).catch((error: unknown) => error as Error)),
     );
   }
 
   /**
    * Owner-checked renewal on every node: true when a majority renewed, false when a majority said
    * not ours (no majority can be ours any more), else `LockConnectionError` (unknown: the watchdog
-   * tries again within the lease and declares the loss at its deadline).
+   * tries again within the lease and declares the loss at its deadline). Given the lock's `fence`
+   * (watchdog, extend), a node where the key is free takes it back (REDLOCK_RENEW_SCRIPT).
    */
-  private async renewOnMajority(operation: string, keys: LockRedisKeys, token: string, ttl: number): Promise<boolean> {
-    const args = [keys.lock, token, String(ttl)];
+  private async renewOnMajority(operation: string, keys: LockRedisKeys, token: string, ttl: number, fence?: number): Promise<boolean> {
+    const args = [keys.lock, keys.fence, token, String(ttl)];
+    if (fence !== undefined) args.push(String(fence));
     const n = this.nodes.length;
     const votes = await askAll(
       this.nodes,
