@@ -14,6 +14,12 @@ export type WakeChannelState = HandoverChannelState;
 
 /** How soon a slot subscription the server dropped (its slot moved to another master) is made again. */
 const RESUBSCRIBE_DELAY_MS = 50;
+/**
+ * Longest pause between two tries at making a lost slot subscription again. A master that died keeps
+ * its slots until a replica is promoted (seconds: the cluster's node timeout and an election), and
+ * each try until then fails; the pause doubles from RESUBSCRIBE_DELAY_MS up to this.
+ */
+const MAX_RESUBSCRIBE_DELAY_MS = 2_000;
 
 /** One sharded subscription: the channel of one slot, on the connection to the master that owned it. */
 interface SlotSubscription {
@@ -23,6 +29,8 @@ interface SlotSubscription {
   connection?: Redis;
   confirmed: boolean;
   subscribing?: Promise<void>;
+  /** Tries at making it again are scheduled (lost()): one series at a time. */
+  resubscribing?: boolean;
 }
 
 /**
@@ -269,19 +277,32 @@ export class WakeChannel implements HandoverChannel {
     for (const { lockName, wake } of [...this.waiters.values()]) if (this.route.slotOf(lockName) === slot) wake();
   }
 
-  /** Marks a slot's subscription lost and makes it again once the Cluster client knows the slot's new owner. */
+  /**
+   * Marks a slot's subscription lost and makes it again once the Cluster client knows the slot's new
+   * owner, trying until it is confirmed (or the channel closes), whether or not anyone waits in the
+   * slot: a master killed keeps its slots until its replica is promoted, so the first tries fail, and
+   * one try only left the channel (and the health check) disconnected for good.
+   */
   private lost(sub: SlotSubscription): void {
     sub.confirmed = false;
-    if (this.closed) return;
+    if (this.closed || sub.resubscribing) return;
+    sub.resubscribing = true;
     const cluster = this.source as Cluster;
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      cluster.refreshSlotsCache(() => {
-        if (!this.closed && !sub.confirmed) void this.ensureSlotSubscribed(sub.slot);
-      });
-    }, RESUBSCRIBE_DELAY_MS);
-    timer.unref();
-    this.timers.add(timer);
+    const tryAfter = (delay: number) => {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        cluster.refreshSlotsCache(() => {
+          if (this.closed || sub.confirmed) return void (sub.resubscribing = false);
+          void this.ensureSlotSubscribed(sub.slot).then((confirmed) => {
+            if (confirmed || this.closed) sub.resubscribing = false;
+            else tryAfter(Math.min(delay * 2, MAX_RESUBSCRIBE_DELAY_MS));
+          });
+        });
+      }, delay);
+      timer.unref();
+      this.timers.add(timer);
+    };
+    tryAfter(RESUBSCRIBE_DELAY_MS);
   }
 }
 

@@ -1,7 +1,7 @@
 /**
- * A Redis Cluster of masters on loopback (no replicas), built from RedisProcess servers, plus the
- * admin steps a resharding test needs: who owns a slot, moving a slot by hand the way
- * `redis-cli --cluster reshard` does, and the servers' error counters.
+ * A Redis Cluster on loopback, built from RedisProcess servers: masters only, or each with one replica
+ * (for failover tests), plus the admin steps a resharding test needs: who owns a slot, moving a slot
+ * by hand the way `redis-cli --cluster reshard` does, and the servers' error counters.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -23,19 +23,29 @@ export class RedisCluster {
    * Starts `masters` servers, joins them with `redis-cli --cluster create` and waits until every node
    * reports the cluster ok. `args` go to every server (e.g. `--rename-command SPUBLISH ''`).
    */
-  static async start(masters = 3, args: string[] = []): Promise<RedisCluster> {
+  static async start(masters = 3, args: string[] = [], topology: { replicas?: 0 | 1; nodeTimeoutMs?: number } = {}): Promise<RedisCluster> {
+    const { replicas = 0, nodeTimeoutMs = 2_000 } = topology;
     const nodes: RedisProcess[] = [];
     try {
-      for (let i = 0; i < masters; i++) {
+      for (let i = 0; i < masters * (1 + replicas); i++) {
         nodes.push(
           await RedisProcess.start({
-            args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${i}.conf`, '--cluster-node-timeout', '2000', ...args],
+            args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${i}.conf`, '--cluster-node-timeout', String(nodeTimeoutMs), ...args],
           }),
         );
       }
-      await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `${HOST}:${n.port}`), '--cluster-replicas', '0', '--cluster-yes']);
+      // redis-cli makes the first `masters` nodes the masters and the rest their replicas.
+      await run('redis-cli', [
+        '--cluster',
+        'create',
+        ...nodes.map((n) => `${HOST}:${n.port}`),
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ]);
       const cluster = new RedisCluster(nodes);
       for (const node of nodes) await cluster.waitUntilOk(node);
+      for (const node of nodes) await cluster.waitUntilInSync(node);
       return cluster;
     } catch (error) {
       await Promise.all(nodes.map((n) => n.stop()));
@@ -50,6 +60,29 @@ export class RedisCluster {
       if (/cluster_state:ok/.test((await admin.call('CLUSTER', 'INFO')) as string)) return;
     }
     throw new Error(`cluster node :${node.port} did not report cluster_state:ok within ${timeoutMs} ms`);
+  }
+
+  /** A replica answers cluster_state:ok before its first sync: wait until its link to the master is up. */
+  private async waitUntilInSync(node: RedisProcess, timeoutMs = 20_000): Promise<void> {
+    const admin = this.admin(node);
+    for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await sleep(100)) {
+      const info = (await admin.call('INFO', 'replication')) as string;
+      if (/role:master/.test(info) || /master_link_status:up/.test(info)) return;
+    }
+    throw new Error(`cluster replica :${node.port} did not sync with its master within ${timeoutMs} ms`);
+  }
+
+  /** The node replicating `master` (CLUSTER NODES asked of `asker`), if any. */
+  async replicaOf(master: RedisProcess, asker: RedisProcess): Promise<RedisProcess | undefined> {
+    const masterId = await this.nodeId(master);
+    const lines = ((await this.admin(asker).call('CLUSTER', 'NODES')) as string).trim().split('\n');
+    for (const line of lines) {
+      const fields = line.split(' ');
+      if (fields[3] !== masterId || fields[2].includes('fail')) continue;
+      const port = Number(fields[1].split('@')[0].split(':')[1]);
+      return this.nodes.find((n) => n.port === port);
+    }
+    return undefined;
   }
 
   /**
