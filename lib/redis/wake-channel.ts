@@ -66,6 +66,8 @@ export class WakeChannel implements HandoverChannel {
   /** Sharded mode: one subscriber connection per master, by `host:port`. */
   private readonly nodeConnections = new Map<string, Redis>();
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** An ACL refusal of our channels was logged (once per service). */
+  private refusalReported = false;
 
   constructor(
     private readonly source: RedisClient,
@@ -145,7 +147,7 @@ export class WakeChannel implements HandoverChannel {
       this.confirmed = !this.closed;
     } catch (error) {
       this.subscribing = undefined; // the next waiter tries again
-      this.logger.debug?.(`Subscribing to ${this.name} failed, waiting by polling: ${(error as Error).message}`);
+      this.subscribeFailed(this.name, error);
     }
     return this.confirmed;
   }
@@ -165,6 +167,25 @@ export class WakeChannel implements HandoverChannel {
     this.slots.clear();
     this.byChannel.clear();
     return Promise.resolve();
+  }
+
+  /**
+   * A failed subscription: waiters poll instead. Connection trouble passes (debug: the connection's own
+   * messages say it); a refusal by the server's ACL lasts, so it is a warning, once per service, with the fix.
+   */
+  private subscribeFailed(channel: string, error: unknown): void {
+    const message = (error as Error).message;
+    if (!/NOPERM/.test(message)) {
+      this.logger.debug?.(`Subscribing to ${channel} failed, waiting by polling: ${message}`);
+      return;
+    }
+    if (this.refusalReported) return;
+    this.refusalReported = true;
+    this.logger.warn(
+      `Redis refused the subscription to ${channel} (${message}): waiters are not told of handovers and ask again by ` +
+        `polling, so a busy key changes hands later than it could. Give the module's Redis user its channels: ` +
+        `ACL SETUSER <user> &${this.route.plainChannel('')}* (Redis 7 gives new users no pub/sub channel by default).`,
+    );
   }
 
   private subscribe(): Promise<void> {
@@ -208,7 +229,7 @@ export class WakeChannel implements HandoverChannel {
       sub.subscribing ??= this.subscribeSlot(sub).finally(() => (sub.subscribing = undefined));
       await Promise.race([sub.subscribing, this.onClose]);
     } catch (error) {
-      this.logger.debug?.(`Subscribing to ${sub.channel} failed, waiting by polling: ${(error as Error).message}`);
+      this.subscribeFailed(sub.channel, error);
     }
     return !this.closed && sub.confirmed;
   }

@@ -5,6 +5,7 @@
  *   believe that key held (the token is shared by every key of the lock);
  * - a short ttl must not make handed-over leases arrive already expired.
  */
+import { Logger } from '@nestjs/common';
 import Redis from 'ioredis';
 import { DistributedLockModuleOptions, Lock, LockConnectionError } from '../../lib';
 import { commandStats } from '../harness/command-stats';
@@ -44,6 +45,31 @@ describe('handover', () => {
     const [waiterToken] = await suite.client.lrange(`ho:{${key}}:q`, 0, 0);
     return { waiting, subscriber: subscribers[0], waiterToken };
   }
+
+  it('a Redis user with no pub/sub channel (Redis 7 default for new users): a release that hands the lock on succeeds, the waiter gets it by polling, one warning names the ACL to grant', async () => {
+    await suite.client.call('ACL', 'SETUSER', 'nochannels', 'on', '>pw', '~*', '+@all', 'resetchannels');
+    const url = `redis://nochannels:pw@127.0.0.1:${suite.redis.port}`;
+    const warnings = jest.spyOn(Logger.prototype, 'warn');
+    try {
+      const holder = await makeService({ redis: url });
+      const waiter = await makeService({ redis: url });
+      for (let round = 0; round < 3; round++) {
+        const held = await holder.acquire('acl');
+        const waiting = suite.calls.track('waiter without channels', waiter.acquire('acl'));
+        expect(await pollUntil(async () => (await suite.client.llen('ho:{acl}:q')) === 1, 2_000)).toBe(true);
+        // Before: LockConnectionError "… can't publish to the channel …", although the lock had been handed over.
+        expect(await held.release()).toBe(true);
+        const next = await waiting;
+        expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
+        expect(await next.release()).toBe(true);
+      }
+      const refusals = warnings.mock.calls.map(([message]) => String(message)).filter((m) => /refused the subscription/.test(m));
+      expect(refusals).toEqual([expect.stringContaining('ACL SETUSER <user> &ho:waiters:*')]);
+    } finally {
+      warnings.mockRestore();
+      await suite.client.call('ACL', 'DELUSER', 'nochannels');
+    }
+  });
 
   it('a late handover message for key a does not make a multi-key wait believe it holds key b', async () => {
     const holderA = await makeService();

@@ -124,7 +124,11 @@ local function hand_over(lock, fence_key, channel_prefix, waiter, place_until, n
   local px = math.min(tonumber(wanted), place_left)
   redis.call('SET', lock, waiter, 'PX', px)
   local fence = next_fence(fence_key, last_fence, clock, proposal)
-  redis.call('${publish}', channel_prefix .. service,
+  -- pcall: the announcement is the one step that may be refused after the writes (an ACL user with no
+  -- pub/sub channel: Redis 7 gives new users none by default). The handover stands all the same (the
+  -- waiter, whose subscription was refused too, finds the lock its own at its next attempt), and a
+  -- release that handed the lock on must not fail as if it had not.
+  redis.pcall('${publish}', channel_prefix .. service,
     waiter .. ' ' .. fence .. ' ' .. string.format('%d', px) .. ' ' ..
     string.format('%d', place_left) .. ' ' .. lock)
   return true
