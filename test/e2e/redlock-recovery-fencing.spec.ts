@@ -10,6 +10,7 @@ import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { Lock, LockBusyError, LockService } from '../../lib';
 import { nodeMarkerKey } from '../../lib/redis/redlock';
+import * as clock from '../../lib/time/clock';
 import type { RedlockStore } from '../../lib/redis/redlock/redlock-store';
 import { checkHistory, Section } from '../harness/history';
 import { pingOnce } from '../harness/redis-ping';
@@ -263,5 +264,31 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
     // Written back: a majority of the nodes holds A's token, so every later majority meets one of them.
     expect(nodesAtA).toBeGreaterThanOrEqual(2);
     expect(b).toBeGreaterThan(a);
+  });
+
+  it("a client whose clock is an hour ahead: the nodes do not take its proposal, so a later majority that lost the key's last token still issues a larger one", async () => {
+    const prefix = 'rf3:';
+    await markNodesLongUsed(prefix);
+    const skewed = await makeService(prefix, { nodeRecoveryDelay: 0 });
+    const correct = await makeService(prefix, { nodeRecoveryDelay: 0 });
+    const hourAhead = jest
+      .spyOn(clock, 'wallClockMicros')
+      .mockImplementation(() => Math.floor((performance.timeOrigin + performance.now()) * 1000) + 3.6e9);
+    let first: Lock;
+    try {
+      first = await skewed.acquire('k');
+      await first.release();
+    } finally {
+      hourAhead.mockRestore();
+    }
+    // Before: the nodes issued the proposal (its client's clock + 1 s): an hour ahead of every node's clock.
+    expect(first.fencingToken).toBeLessThan(Date.now() * 1000 + 3e6);
+    // Nodes 0 and 1 lose the key's last token (as when restarted empty); node 2, which kept it, is cut off.
+    await Promise.all([direct[0].del(`${prefix}{k}:f`), direct[1].del(`${prefix}{k}:f`)]);
+    nodes.proxies[2].blackhole(true);
+    const second = await correct.acquire('k');
+    await second.release();
+    console.log(`T16 fencing, a client an hour ahead: ${first.fencingToken}, then ${second.fencingToken}`);
+    expect(second.fencingToken).toBeGreaterThan(first.fencingToken); // before: an hour lower
   });
 });

@@ -36,6 +36,12 @@ export const STALE_WAITERS_PER_CALL = 256;
  */
 const MAX_LAST_FENCE = '9007199254740990';
 
+/**
+ * How far ahead of a node's clock (s) a Redlock fencing-token proposal may run and still be taken: the
+ * proposal's own lead (1 s, fence-proposal.ts) plus a second of clock difference between client and node.
+ */
+const PROPOSAL_ACCEPTED_LEAD_S = 2;
+
 /** Error replies a script raises on corrupt lock state (see lock-state.ts): `LOCKSTATE <what> <value>`. */
 export const LOCK_STATE_ERROR_PREFIX = 'LOCKSTATE';
 
@@ -67,16 +73,22 @@ local function fence_above(a, b)
   return a > b
 end
 
--- The next fencing token: the server time in microseconds (raised to \`proposal\` when given: the
--- Redlock mode's, fence-proposal.ts), or last + 1 when that is not above the last (two grants in one
+-- The next fencing token: the server time in microseconds (raised to \`proposal\` when given and not
+-- too far ahead: the Redlock mode's, fence-proposal.ts), or last + 1 when that is not above the last (two grants in one
 -- microsecond, a clock stepped back). A plain counter would be rolled back by a failover to a replica
 -- that missed the last grants, a restart without persistence or an eviction, and hand out a token an
 -- earlier holder already has; the clock is above every earlier token as long as the server clock
 -- (after a failover: the new primary's) is not behind the old one by more than the time between the
 -- lost grant and the next. 16 digits (exact as a double) until the year 2255.
 local function next_fence(fence_key, last, clock, proposal)
-  local fence = clock[1] .. string.sub('00000' .. clock[2], -6)
-  if proposal and fence_above(proposal, fence) then fence = proposal end
+  local micros = string.sub('00000' .. clock[2], -6)
+  local fence = clock[1] .. micros
+  if proposal and fence_above(proposal, fence) then
+    -- A proposal runs a second ahead of its client's clock. One further ahead of this node's clock than
+    -- ${PROPOSAL_ACCEPTED_LEAD_S} s comes from a client whose clock is wrong, and would carry that error into the key's
+    -- tokens: a node that later loses its last token falls back to its own clock, below it. Not taken.
+    if not fence_above(proposal, (tonumber(clock[1]) + ${PROPOSAL_ACCEPTED_LEAD_S}) .. micros) then fence = proposal end
+  end
   if not fence_above(fence, last) then fence = string.format('%.0f', tonumber(last) + 1) end
   redis.call('SET', fence_key, fence, 'PX', ${FENCE_RETENTION_MS})
   return fence
