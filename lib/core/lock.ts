@@ -148,8 +148,9 @@ export class Lock implements LockHandle, AsyncDisposable {
     });
     const extended = await settleAll(extending);
     this.assertHeld();
-    if (extended.includes(false)) {
-      this.markLost('not-owner', 'extend() found another owner token (or none) in Redis');
+    const lostAt = extended.indexOf(false);
+    if (lostAt >= 0) {
+      this.markLost('not-owner', 'extend() found another owner token (or none) in Redis', undefined, this.leases[lostAt].keys.key);
       this.assertHeld();
     }
     this.leases.forEach((lease, i) => renewLease(lease, ttl, sentAt, calls[i]));
@@ -338,12 +339,16 @@ export class Lock implements LockHandle, AsyncDisposable {
     if (this.state === 'held') this.abort(notice);
   }
 
-  /** @internal Marks the lease lost once: aborts the signal, tells `onLockLost`, logs. */
-  markLost(reason: LockLostReason, detail: string, cause?: unknown): void {
+  /**
+   * @internal Marks the lease lost once: aborts the signal, tells `onLockLost`, logs. `lostKey`: the key
+   * whose lease ended (a multi-key lock's error names it, and the lock's other keys, rather than its first).
+   */
+  markLost(reason: LockLostReason, detail: string, cause?: unknown, lostKey: string = this.key): void {
     if (this.state !== 'held') return;
     this.state = 'lost';
     this.runtime.watchdog.untrack(this);
-    const error = new LockLostError(this.key, reason, detail, { cause });
+    const ofLock = this.keys.length > 1 ? ` (one of the lock's keys ${this.keys.map((k) => `"${k}"`).join(', ')})` : '';
+    const error = new LockLostError(lostKey, reason, detail + ofLock, { cause });
     this.end(error);
     this.runDeferredRelease();
     // Renewals sent before the loss may still sit in a frozen Redis and extend the key once more when
@@ -377,14 +382,27 @@ export class Lock implements LockHandle, AsyncDisposable {
   /** @internal */
   checkDeadline(now: number = monotonicNow()): void {
     if (this.state !== 'held' || now < this.deadline) return;
+    const ranOut = this.leases.reduce((first, l) => (l.deadline < first.deadline ? l : first)).keys.key;
     if (this.renewalStopped === 'max-hold') {
-      this.markLost('max-hold', `held longer than maxHold (${this.options.maxHold} ms); the watchdog stopped renewing and the lease ran out`);
+      this.markLost(
+        'max-hold',
+        `held longer than maxHold (${this.options.maxHold} ms); the watchdog stopped renewing and the lease ran out`,
+        undefined,
+        ranOut,
+      );
     } else if (this.renewalStopped === 'shutdown') {
-      this.markLost('expired', 'the LockService shut down while this work still ran past shutdownTimeout; renewals stopped and the lease ran out');
+      this.markLost(
+        'expired',
+        'the LockService shut down while this work still ran past shutdownTimeout; renewals stopped and the lease ran out',
+        undefined,
+        ranOut,
+      );
     } else {
       this.markLost(
         'expired',
         `its lease ran out at this process's clock before a renewal succeeded (paused process, blocked event loop or unreachable Redis)`,
+        undefined,
+        ranOut,
       );
     }
   }

@@ -221,7 +221,12 @@ export class Watchdog {
         renewLease(lease, requests[i].ttl, sentAt, calls[i]);
       } else if (result === false) {
         this.metrics.renewal(lock.options.name, 'lost');
-        lock.markLost('not-owner', 'a renewal found another owner token (or none) in Redis: the lease had already expired');
+        lock.markLost(
+          'not-owner',
+          'a renewal found another owner token (or none) in Redis: the lease had already expired',
+          undefined,
+          lease.keys.key,
+        );
       } else {
         this.stats.renewalErrors++;
         this.metrics.renewal(lock.options.name, 'error');

@@ -218,4 +218,26 @@ describe('watchdog renewals seen from Redis', () => {
     expect(lock.isHeld() && taken !== null).toBe(false);
     await taken?.release();
   });
+
+  it('a multi-key lock that loses one key names that key: extend() and the watchdog alike', async () => {
+    const service = await makeService();
+    const other = await makeService();
+    const lost: LockLostError[] = [];
+    const viaExtend = await service.acquire(['a', 'b', 'c']);
+    await client.del('wd:{b}'); // as a failover that missed it would
+    const intruder = await other.acquire('b');
+    const extended = await viaExtend.extend(TTL).catch((error: unknown) => error);
+    expect(extended).toBeInstanceOf(LockLostError);
+    // Before: 'Lock "a" was lost (not-owner)', the first key, which was still ours.
+    expect((extended as LockLostError).key).toBe('b');
+    expect((extended as LockLostError).message).toMatch(/^Lock "b" was lost \(not-owner\).*one of the lock's keys "a", "b", "c"/);
+    await intruder.release();
+
+    const viaWatchdog = await service.acquire(['a', 'c', 'd'], { onLockLost: (_lock, error) => lost.push(error) });
+    await client.set('wd:{c}', 'someone-else', 'PX', 5_000);
+    expect(await pollUntil(() => lost.length === 1, 3 * TTL)).toBe(true);
+    expect(lost[0].key).toBe('c');
+    expect(viaWatchdog.signal.reason).toBe(lost[0]);
+    await client.del('wd:{c}');
+  });
 });
