@@ -4,6 +4,11 @@ import { keySlot, slotTag } from './key-slot';
 import { waiterChannelPrefix } from './lock-redis-keys';
 import { isClusterClient, waitUntilReady, type RedisClient } from './redis-connection';
 import { HandoverScripts, PUBLISHING_SCRIPTS, SHARDED_PUBLISHING_SCRIPTS } from './scripts';
+import { monotonicNow } from '../time/clock';
+import { settledWithin } from '../time/deadline';
+
+/** See WakeRoute.plainAnsweredAt. */
+const REDETECT_PLAIN_CLUSTER_MS = 30_000;
 
 /**
  * How handovers travel: `plain` PUBLISH / SUBSCRIBE on one channel per service, or `sharded`
@@ -12,7 +17,8 @@ import { HandoverScripts, PUBLISHING_SCRIPTS, SHARDED_PUBLISHING_SCRIPTS } from 
 export type WakeMode = 'plain' | 'sharded';
 
 /**
- * Where a release announces a handover and where a waiter listens for it, decided once per store.
+ * Where a release announces a handover and where a waiter listens for it, decided per store (a Cluster
+ * found `plain` is asked again now and then: see plainAnsweredAt).
  *
  * A single Redis (or Sentinel) is `plain` from construction: exactly the commands and arguments the
  * library always sent. A Cluster client is `sharded` when every master knows SPUBLISH and SSUBSCRIBE
@@ -31,6 +37,15 @@ export type WakeMode = 'plain' | 'sharded';
 export class WakeRoute {
   private detected?: WakeMode;
   private detecting?: Promise<WakeMode>;
+  /**
+   * A Cluster found `plain` is asked again this long after (monotonic ms): its masters may be upgraded
+   * to Redis 7 under a running service (replicas upgraded, then failed over to). Services started after
+   * the upgrade are `sharded` at once, and a `plain` releaser and a `sharded` waiter (or the reverse) do
+   * not hear each other: their handovers waited for the waiter's safety net until the old service restarted.
+   */
+  private plainAnsweredAt?: number;
+  /** @internal How long a Cluster found `plain` stays so before it is asked again (ms); tests shorten it. */
+  redetectAfterMs = REDETECT_PLAIN_CLUSTER_MS;
   /** The ioredis keyPrefix the client puts in front of key names (scripts and slots see it). */
   readonly clientKeyPrefix: string;
   private readonly plainPrefix: string;
@@ -51,14 +66,15 @@ export class WakeRoute {
 
   /** The mode, when known; undefined on a Cluster until detect() answered. */
   get mode(): WakeMode | undefined {
+    this.redetectWhenDue();
     return this.detected;
   }
 
   /** Asks the Cluster's masters once (again after a failure); resolves the mode. Never rejects: `plain` when it cannot tell. */
   detect(): Promise<WakeMode> {
     if (this.detected) return Promise.resolve(this.detected);
-    this.detecting ??= supportsShardedPubSub(this.client as Cluster, this.commandTimeout).then(
-      (sharded) => (this.detected = sharded ? 'sharded' : 'plain'),
+    this.detecting ??= this.ask().then(
+      (mode) => (this.detected = mode),
       () => {
         this.detecting = undefined; // not reachable yet: ask again next time
         return 'plain' as const;
@@ -67,9 +83,31 @@ export class WakeRoute {
     return this.detecting;
   }
 
+  /**
+   * One round of COMMAND INFO; a `plain` answer is asked again after redetectAfterMs. `refresh`: the
+   * Cluster client's map of masters is read again first (after a failover it may still list the old ones).
+   */
+  private async ask(refresh = false): Promise<WakeMode> {
+    const cluster = this.client as Cluster;
+    if (refresh) await settledWithin(new Promise<void>((resolve) => cluster.refreshSlotsCache(() => resolve())), this.commandTimeout);
+    const sharded = await supportsShardedPubSub(cluster, this.commandTimeout);
+    this.plainAnsweredAt = sharded ? undefined : monotonicNow();
+    return sharded ? 'sharded' : 'plain';
+  }
+
+  /** A Cluster found `plain` a while ago: asked again in the background (it stays `plain` until the answer). */
+  private redetectWhenDue(): void {
+    if (this.plainAnsweredAt === undefined || monotonicNow() - this.plainAnsweredAt < this.redetectAfterMs) return;
+    this.plainAnsweredAt = undefined;
+    this.ask(true).then(
+      (mode) => (this.detected = mode),
+      () => (this.plainAnsweredAt = monotonicNow()), // not reachable: asked again after the same pause
+    );
+  }
+
   /** The scripts a release, abandon or pass-on runs. */
   get scripts(): HandoverScripts {
-    return this.detected === 'sharded' ? SHARDED_PUBLISHING_SCRIPTS : PUBLISHING_SCRIPTS;
+    return this.mode === 'sharded' ? SHARDED_PUBLISHING_SCRIPTS : PUBLISHING_SCRIPTS;
   }
 
   /** The channel prefix (the waiter's service id follows) a handover of the lock named `lockName` goes to. */

@@ -289,6 +289,52 @@ describe('Redis 7 Cluster with replicas: the lock master killed (kill -9) and it
   }, 60_000);
 });
 
+describe('a Cluster upgraded to sharded pub/sub under running services (replicas with SPUBLISH, failed over to)', () => {
+  const NO_SHARDED_PUBSUB = ['--rename-command', 'SPUBLISH', '', '--rename-command', 'SSUBSCRIBE', ''];
+  let cluster: RedisCluster;
+  const services: LockService[] = [];
+
+  beforeAll(async () => {
+    // Masters as before Redis 7.0, their replicas already upgraded.
+    cluster = await RedisCluster.start(3, [], { replicas: 1, nodeTimeoutMs: 1_000, nodeArgs: (i) => (i < 3 ? NO_SHARDED_PUBSUB : []) });
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(services.map((s) => s.close()));
+    await cluster?.stop();
+  });
+
+  async function service(): Promise<LockService> {
+    const [created] = await startServices([() => cluster.client()]);
+    services.push(created);
+    return created;
+  }
+
+  it('a service that found the Cluster plain asks again and turns sharded: handovers with services started after the upgrade are by message both ways', async () => {
+    const before = await service();
+    expect(await routeOf(before).detect()).toBe('plain');
+    routeOf(before).redetectAfterMs = 1_000;
+    const masters = cluster.nodes.slice(0, 3);
+    for (const replica of cluster.nodes.slice(3)) await cluster.admin(replica).call('CLUSTER', 'FAILOVER');
+    // Every slot served by an upgraded node (a replica before).
+    const slots = [0, 5_000, 10_000, 16_383];
+    for (const deadline = performance.now() + 20_000; performance.now() < deadline; await sleep(200)) {
+      const owners = await Promise.all(slots.map((slot) => cluster.ownerOf(slot, cluster.nodes[3])));
+      if (owners.every((owner) => !masters.includes(owner))) break;
+    }
+    const after = await service();
+    expect(await routeOf(after).detect()).toBe('sharded');
+
+    // Before: 'plain' for the service's whole life, and each handover between the two waited for the
+    // waiter's safety net (waiterLease / 3): 700–850 ms with a 3 s waiterLease in the review, 10 s here.
+    const turnedAt = performance.now();
+    while (routeOf(before).mode !== 'sharded' && performance.now() - turnedAt < 5_000) await sleep(100);
+    expect(routeOf(before).mode).toBe('sharded');
+    expect(await handover(before, after, 'upgraded:1')).toBeLessThan(WOKEN_WITHIN_MS);
+    expect(await handover(after, before, 'upgraded:2')).toBeLessThan(WOKEN_WITHIN_MS);
+  }, 60_000);
+});
+
 describe('Cluster without sharded pub/sub (SPUBLISH and SSUBSCRIBE renamed away, as before Redis 7.0)', () => {
   let cluster: RedisCluster;
   let holder: LockService;

@@ -23,14 +23,27 @@ export class RedisCluster {
    * Starts `masters` servers, joins them with `redis-cli --cluster create` and waits until every node
    * reports the cluster ok. `args` go to every server (e.g. `--rename-command SPUBLISH ''`).
    */
-  static async start(masters = 3, args: string[] = [], topology: { replicas?: 0 | 1; nodeTimeoutMs?: number } = {}): Promise<RedisCluster> {
-    const { replicas = 0, nodeTimeoutMs = 2_000 } = topology;
+  static async start(
+    masters = 3,
+    args: string[] = [],
+    topology: { replicas?: 0 | 1; nodeTimeoutMs?: number; nodeArgs?: (index: number) => string[] } = {},
+  ): Promise<RedisCluster> {
+    const { replicas = 0, nodeTimeoutMs = 2_000, nodeArgs = () => [] } = topology;
     const nodes: RedisProcess[] = [];
     try {
       for (let i = 0; i < masters * (1 + replicas); i++) {
         nodes.push(
           await RedisProcess.start({
-            args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${i}.conf`, '--cluster-node-timeout', String(nodeTimeoutMs), ...args],
+            args: [
+              '--cluster-enabled',
+              'yes',
+              '--cluster-config-file',
+              `nodes-${i}.conf`,
+              '--cluster-node-timeout',
+              String(nodeTimeoutMs),
+              ...args,
+              ...nodeArgs(i),
+            ],
           }),
         );
       }
