@@ -19,7 +19,7 @@ import { runDeferredJob, type DeferredJobData } from './deferred-job-run';
 import { enqueueFailure, enqueueNotSent, enqueueTimeout } from './enqueue-failure';
 import { isFinalFailure } from './final-failure';
 import { JobDrain, workerShutdownNotice } from './job-drain';
-import { countJobRun } from './job-run-count';
+import { countJobRun, resetJobRuns, uncountJobRun } from './job-run-count';
 
 /** Completed jobs stay as long as they stand for repeated defers with their `deferKey`. */
 const KEEP_COMPLETED_SECONDS = DEFER_KEY_WINDOW_MS / 1000;
@@ -105,7 +105,8 @@ export class BullmqDeferQueue implements DeferJobQueue {
 
   /** Adds the job (or, for a deferKey naming a job that failed for good, retries that one); resolves to its id. */
   private async store(method: DeferredMethod, encoded: EncodedArguments, jobId: string | undefined): Promise<string> {
-    if (jobId !== undefined && (await prepareDeferKeyJob(this.queue, this.queueConnection, jobId, KEEP_COMPLETED_SECONDS * 1000)) === 'retried') return jobId;
+    if (jobId !== undefined && (await prepareDeferKeyJob(this.queue, this.queueConnection, jobId, KEEP_COMPLETED_SECONDS * 1000)) === 'retried')
+      return jobId;
     const { attempts, backoff } = this.options;
     const job = await this.queue.add(
       method.name,
@@ -131,6 +132,8 @@ export class BullmqDeferQueue implements DeferJobQueue {
       if (!job) return;
       if (!isFinalFailure(job, error)) return this.metrics.deferred(this.metricName(job, targets), 'retried');
       this.finished(job, targets, 'failed');
+      // Whoever retries it later (a dashboard's job.retry(), a deferKey's call) gives it its runs again.
+      resetJobRuns(this.queue, this.queueConnection, job.id ?? '').catch(() => undefined);
       this.logger.error(
         `Deferred ${job.data.method} (job ${job.id}) failed for good: ${error.message} (${job.attemptsStarted} attempt(s) started, ` +
           `${job.stalledCounter ?? 'an unknown number'} cut short by a worker that stopped); it stays in the failed set of queue "${this.options.queueName}".`,
@@ -211,7 +214,7 @@ export class BullmqDeferQueue implements DeferJobQueue {
       run,
       drain,
       logger,
-      giveBack: () => this.giveBack(job, token),
+      giveBack: (ran) => this.giveBack(job, token, ran),
       beforeMethod: () => this.countRun(job.data.method, jobId),
     });
   }
@@ -223,11 +226,18 @@ export class BullmqDeferQueue implements DeferJobQueue {
   private async countRun(method: string, jobId: string): Promise<void> {
     const { commandTimeout } = this.limits;
     const { attempts, queueName } = this.options;
-    const runs = await withDeadline(countJobRun(this.queue, this.queueConnection, jobId), commandTimeout, () =>
-      new DistributedLockError(`Deferred ${method} (job ${jobId}): Redis did not answer within commandTimeout (${commandTimeout} ms) before the run; not run now.`),
+    const runs = await withDeadline(
+      countJobRun(this.queue, this.queueConnection, jobId),
+      commandTimeout,
+      () =>
+        new DistributedLockError(
+          `Deferred ${method} (job ${jobId}): Redis did not answer within commandTimeout (${commandTimeout} ms) before the run; not run now.`,
+        ),
     );
     if (runs === -1) {
-      throw new this.bullmq.UnrecoverableError(`Deferred ${method} (job ${jobId}) was removed from queue "${queueName}" while waiting for its lock; not run.`);
+      throw new this.bullmq.UnrecoverableError(
+        `Deferred ${method} (job ${jobId}) was removed from queue "${queueName}" while waiting for its lock; not run.`,
+      );
     }
     if (runs > attempts) {
       throw new this.bullmq.UnrecoverableError(
@@ -242,8 +252,10 @@ export class BullmqDeferQueue implements DeferJobQueue {
    * Moved to the delayed set with no delay rather than with moveToWait/WaitingError: those came late in
    * BullMQ 5, and the peer range starts at 5.0.
    */
-  private async giveBack(job: Job<DeferredJobData>, token: string | undefined): Promise<never> {
+  private async giveBack(job: Job<DeferredJobData>, token: string | undefined, ran: boolean): Promise<never> {
     try {
+      // A run stopped by its shutdown notice was counted (countRun): it uses no attempt.
+      if (ran) await uncountJobRun(this.queue, this.queueConnection, job.id ?? '');
       await job.moveToDelayed(Date.now(), token);
     } catch (error) {
       // Redis unreachable: the job stays active until its lease lapses, then another worker runs it.

@@ -18,8 +18,11 @@ export interface DeferredJobRun {
   readonly run: RunUnderLock;
   readonly drain: JobDrain;
   readonly logger: Logger;
-  /** The worker is closing and the method did not run, or stopped on its shutdown notice: the job goes back to its queue, no attempt used. */
-  giveBack(): Promise<unknown>;
+  /**
+   * The worker is closing and the method did not run (`ran` false), or stopped on its shutdown notice (`ran`
+   * true: what beforeMethod counted is taken back): the job goes back to its queue, no attempt used.
+   */
+  giveBack(ran: boolean): Promise<unknown>;
   /** Runs under the lock right before the method; a rejection stops the run and fails the job with that error. */
   beforeMethod?(): Promise<void>;
 }
@@ -39,7 +42,7 @@ export async function runDeferredJob(job: DeferredJobRun): Promise<unknown> {
   const target = targets.get(data.method);
   if (!target) throw new DistributedLockError(`No singleton provider with the deferring method ${data.method} on this instance.`);
   // Fetched as the worker started closing: not started, so back to the queue for another instance.
-  if (drain.draining) return job.giveBack();
+  if (drain.draining) return job.giveBack(false);
   const jobRun = drain.start(job.jobId);
   try {
     const args = decodeDeferredArguments(data);
@@ -53,7 +56,7 @@ export async function runDeferredJob(job: DeferredJobRun): Promise<unknown> {
       result = await Promise.race([running, jobRun.left.then(() => NOT_RUN)]);
     } catch (error) {
       // Stopped when told the application is shutting down: back to the queue for another instance.
-      if (jobRun.stoppedForShutdown(error)) return await job.giveBack();
+      if (jobRun.stoppedForShutdown(error)) return await job.giveBack(true);
       const e = error instanceof Error ? error : new Error(String(error));
       throw Object.assign(new Error(`${e.name}: ${e.message}`), { name: e.name });
     }
@@ -61,7 +64,7 @@ export async function runDeferredJob(job: DeferredJobRun): Promise<unknown> {
       // Still waiting for its lock when the worker started closing. The wait goes on in the lock service
       // until it ends (a grant then runs nothing and is released); the job leaves now.
       running.catch(() => undefined);
-      return await job.giveBack();
+      return await job.giveBack(false);
     }
     // The method ran: from here on nothing may fail the job (a failed job is run again).
     return storableResult(result, data.method, job.jobId, job.logger);

@@ -22,7 +22,20 @@ export async function countJobRun(queue: Queue, client: Redis, jobId: string): P
   return Number(await client.eval(COUNT_RUN_SCRIPT, 1, queue.toKey(jobId), JOB_RUNS_FIELD));
 }
 
-/** A job given all its attempts again (a deferKey's retry of a job failed for good) starts its run count over. */
+/** Takes back the run counted last: it was cut short at shutdown and the job goes back to the queue, no attempt used. */
+const UNCOUNT_RUN_SCRIPT = `if tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0') > 0 then
+  return redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
+end
+return 0`;
+
+export async function uncountJobRun(queue: Queue, client: Redis, jobId: string): Promise<void> {
+  await client.eval(UNCOUNT_RUN_SCRIPT, 1, queue.toKey(jobId), JOB_RUNS_FIELD);
+}
+
+/**
+ * A job given its attempts again starts its run count over: a job failed for good (whoever retries it then:
+ * a deferKey's call, a dashboard's `job.retry()`), or before a deferKey's retry.
+ */
 export async function resetJobRuns(queue: Queue, client: Redis, jobId: string): Promise<void> {
   await client.hdel(queue.toKey(jobId), JOB_RUNS_FIELD);
 }

@@ -36,6 +36,8 @@ class Slow {
   }
 }
 
+/** Runs of `Reindex.failsOnce` so far. */
+let failsOnceRuns = 0;
 /** Runs of `Reindex.abortable` so far: only the first works until told to stop. */
 let abortableRuns = 0;
 /** Runs of `Reindex.stubborn` so far: only the first ignores the shutdown. */
@@ -82,6 +84,14 @@ class Reindex {
     if (how === 'timers') await sleepAbortable(20_000, undefined, { signal: lock.signal });
     else await new Promise<void>((resolve) => lock.signal.addEventListener('abort', () => resolve(), { once: true }));
     lock.signal.throwIfAborted();
+    return id;
+  }
+
+  /** Throws on its first run, returns on the next. */
+  @Locked('reindex:<0>', { onBusy: 'defer' })
+  async failsOnce(id: string): Promise<string | Deferred> {
+    events.push(`start ${id}`);
+    if (failsOnceRuns++ === 0) throw new Error('transient');
     return id;
   }
 
@@ -241,7 +251,11 @@ describe("onBusy 'defer': app.close() is bounded by shutdownTimeout while deferr
     await queue?.close();
   });
 
-  async function instance(worker = true, waitTimeout = 5_000, attempts?: number): Promise<{ app: INestApplication; reindex: Reindex; locks: LockService }> {
+  async function instance(
+    worker = true,
+    waitTimeout = 5_000,
+    attempts?: number,
+  ): Promise<{ app: INestApplication; reindex: Reindex; locks: LockService }> {
     @Module({
       imports: [
         DistributedLockModule.forRoot({
@@ -305,12 +319,24 @@ describe("onBusy 'defer': app.close() is bounded by shutdownTimeout while deferr
       expect(['waiting', 'delayed']).toContain(await job.getState());
       expect(job.attemptsMade).toBe(0);
 
-      await instance();
+      await instance(true, 5_000, 1); // the same attempts: the stopped run used none of them
       expect(await pollUntil(async () => (await queue!.getJobState(jobId)) === 'completed', 15_000, 25)).toBe(true);
       expect(events.filter((e) => e === `start t-${how}`)).toHaveLength(2);
     },
     40_000,
   );
+
+  it("a job failed for good and retried by hand (a dashboard's job.retry()) runs again (attempts: 1)", async () => {
+    failsOnceRuns = 0;
+    const a = await instance(true, 5_000, 1);
+    const jobId = await deferred(a.locks, 'reindex:r1', () => a.reindex.failsOnce('r1'));
+    expect(await pollUntil(async () => (await queue!.getJobState(jobId)) === 'failed', 10_000, 10)).toBe(true);
+    await sleep(200); // the worker's 'failed' handler has run
+    await (await queue!.getJob(jobId))!.retry('failed');
+    // Before: failed again at once without running ('started 1 time(s) already … not run again').
+    expect(await pollUntil(async () => (await queue!.getJobState(jobId)) === 'completed', 10_000, 10)).toBe(true);
+    expect(events.filter((e) => e === 'start r1')).toHaveLength(2);
+  }, 30_000);
 
   it('a job that ignores its signal: the close ends within about twice shutdownTimeout, and another instance runs the job again once its first lock lapsed', async () => {
     stubbornRuns = 0;
