@@ -8,7 +8,7 @@
  */
 import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
-import { Lock, LockBusyError, LockService } from '../../lib';
+import { Lock, LockBusyError, LockConnectionError, LockService } from '../../lib';
 import { nodeMarkerKey } from '../../lib/redis/redlock';
 import * as clock from '../../lib/time/clock';
 import type { RedlockStore } from '../../lib/redis/redlock/redlock-store';
@@ -290,5 +290,27 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
     await second.release();
     console.log(`T16 fencing, a client an hour ahead: ${first.fencingToken}, then ${second.fencingToken}`);
     expect(second.fencingToken).toBeGreaterThan(first.fencingToken); // before: an hour lower
+  });
+
+  it('isLocked and release while a node that forgot the lock is in nodeRecoveryDelay: its "free" counts for nothing', async () => {
+    const prefix = 'rf4:';
+    await markNodesLongUsed(prefix);
+    const holder = await makeService(prefix, { nodeRecoveryDelay: TTL });
+    const other = await makeService(prefix, { nodeRecoveryDelay: TTL });
+    const lock = await holder.acquire('k', { watchdog: false }); // no renewal takes the key back meanwhile
+    await direct[2].del(`${prefix}{k}`); // node 2 missed the grant
+    await nodes.servers[0].kill9();
+    await nodes.servers[0].restart(); // node 0 forgot it, and gives no vote for nodeRecoveryDelay
+    await sleep(500); // the services reconnect
+    expect(await Promise.all(direct.map((c) => c.exists(`${prefix}{k}`)))).toEqual([0, 1, 0]); // the faults were real
+    expect(lock.isHeld()).toBe(true);
+    // Before: false (node 0 counted as a "free" vote).
+    const locked = await other.isLocked('k').catch((error: unknown) => error);
+    expect(locked).toBeInstanceOf(LockConnectionError);
+    expect((locked as Error).message).toMatch(/1 of them \(re\)started, or lost their data, less than nodeRecoveryDelay/);
+    // Before: false, the release counted as one that outlived its lease.
+    const released = await lock.release().catch((error: unknown) => error);
+    expect(released).toBeInstanceOf(LockConnectionError);
+    expect(await direct[1].exists(`${prefix}{k}`)).toBe(0); // deleted where it was ours
   });
 });

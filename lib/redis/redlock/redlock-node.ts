@@ -55,10 +55,6 @@ export class RedlockNode {
     return runBoundedScript(this.deadlines, this.scripts, script, operation, keys, args, parse, this.failOnNoScript);
   }
 
-  exists(key: string): Promise<boolean> {
-    return this.deadlines.bound('isLocked', () => this.client.exists(key)).then((n) => n === 1);
-  }
-
   /**
    * The health probe (REDLOCK_PROBE_SCRIPT, `args` as it takes them): its round trip, and the ms this
    * node still gives no votes (0: it votes). Order does not matter to it, so a NOSCRIPT is answered

@@ -84,14 +84,22 @@ return {0, pttl, 1, last_fence, holder_seen}
  * else deletes it. On a node whose lock is not ours, leaves its queue: an acquisition that won on a
  * majority while this node was busy had queued there, and that place would keep the node promised to
  * us, blocking its vote for the next waiter until the place lapsed.
- * KEYS: lock, fence, queue, waiters. ARGV: token, waiter channel prefix, fence proposal.
- * Returns 0 not ours, 1 deleted, 2 handed to a waiter.
+ * KEYS: lock, fence, queue, waiters, node marker. ARGV: token, waiter channel prefix, fence proposal, recovery ms.
+ * Returns 0 not ours, 1 deleted, 2 handed to a waiter, 3 not ours on a node that (re)started less than
+ * `recovery` ago: it may have forgotten the lock, so its "not ours" is no evidence (RecoveringAnswer).
  */
 export const REDLOCK_RELEASE_SCRIPT =
   `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   redis.call('ZREM', KEYS[3], ARGV[1])
   redis.call('ZREM', KEYS[4], ARGV[1])
+  if ARGV[4] == '0' then return 0 end
+  local recovery = tonumber(ARGV[4])
+  local clock = redis.call('TIME')
+  local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+` +
+  nodeSinceLua('KEYS[5]') +
+  `  if since + recovery > now_ms then return 3 end
   return 0
 end
 if redis.call('ZCARD', KEYS[3]) == 0 then
@@ -190,6 +198,23 @@ return 1
 `;
 
 /**
+ * Whether the node holds the lock: 1 held, 0 free, 2 free on a node that (re)started less than `recovery`
+ * ago (it may have forgotten the lock: no evidence either way). KEYS: lock, node marker. ARGV: recovery ms.
+ */
+export const REDLOCK_IS_LOCKED_SCRIPT =
+  `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
+if ARGV[1] == '0' then return 0 end
+local recovery = tonumber(ARGV[1])
+local clock = redis.call('TIME')
+local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+` +
+  nodeSinceLua('KEYS[2]') +
+  `if since + recovery > now_ms then return 2 end
+return 0
+`;
+
+/**
  * The health probe of one node (RedlockStore.probe). A write first, as every vote is one: a node that
  * refuses writes (out of memory, READONLY) or holds them (CLIENT PAUSE WRITE) fails the probe as it
  * fails an acquire. Then how long the node still gives no votes, by the acquire's recovery rule.
@@ -212,7 +237,8 @@ return 0
 /** The scripts a Redlock node runs. */
 export const REDLOCK_SCRIPTS = {
   acquire: luaScript(5, REDLOCK_ACQUIRE_SCRIPT),
-  release: luaScript(4, REDLOCK_RELEASE_SCRIPT),
+  release: luaScript(5, REDLOCK_RELEASE_SCRIPT),
+  isLocked: luaScript(2, REDLOCK_IS_LOCKED_SCRIPT),
   abandon: luaScript(4, REDLOCK_ABANDON_SCRIPT),
   giveBack: luaScript(4, REDLOCK_GIVE_BACK_SCRIPT),
   raiseFence: luaScript(2, REDLOCK_RAISE_FENCE_SCRIPT),

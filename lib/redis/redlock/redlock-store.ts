@@ -288,19 +288,25 @@ export class RedlockStore implements LockStore {
 
   async release(keys: LockRedisKeys, token: string): Promise<ReleaseOutcome> {
     this.tickets.forget(token, keys.lock);
-    const args = this.handoverArgs(keys, token);
+    const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.marker, token, this.channelPrefix, fenceProposal(), this.recovery];
     const n = this.nodes.length;
     const votes = await askAll(
       this.nodes,
-      (node) => node.run(REDLOCK_SCRIPTS.release, 'release', keys, args),
+      (node) => node.run(REDLOCK_SCRIPTS.release, 'release', keys, args, Number),
       // A frozen node does not hold the caller up once a majority released (its release runs when it thaws).
       (v) => count(v, (r) => r === 1 || r === 2) >= this.quorum || count(v, (r) => r === 0) > n - this.quorum,
     );
     const owned = count(votes, (r) => r === 1 || r === 2);
     if (owned >= this.quorum) return count(votes, (r) => r === 2) > 0 ? 'handed-over' : 'freed';
-    // Not ours only when no majority can have been ours: a node that did not answer may have been one.
+    // Not ours only when no majority can have been ours: a node that did not answer may have been one, and so
+    // may a node that restarted within nodeRecoveryDelay (3: it may have forgotten).
     if (count(votes, (r) => r === 0) > n - this.quorum) return 'not-owner';
-    throw this.fewAnswers('release', keys, votes);
+    throw this.undecided(
+      'release',
+      keys,
+      votes,
+      count(votes, (r) => r === 3),
+    );
   }
 
   extend(keys: LockRedisKeys, token: string, ttl: number, fence?: number): Promise<boolean> {
@@ -331,15 +337,37 @@ export class RedlockStore implements LockStore {
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {
     const n = this.nodes.length;
+    const args = [keys.lock, this.marker, this.recovery];
     const votes = await askAll(
       this.nodes,
-      (node) => node.exists(keys.lock),
-      (v) => count(v, (r) => r) >= this.quorum || count(v, (r) => !r) > n - this.quorum,
+      (node) => node.run(REDLOCK_SCRIPTS.isLocked, 'isLocked', keys, args, Number),
+      (v) => count(v, (r) => r === 1) >= this.quorum || count(v, (r) => r === 0) > n - this.quorum,
     );
-    if (count(votes, (r) => r) >= this.quorum) return true;
-    // Free only when no majority can hold it: a node that did not answer may be one of the holder's.
-    if (count(votes, (r) => !r) > n - this.quorum) return false;
-    throw this.fewAnswers('isLocked', keys, votes);
+    if (count(votes, (r) => r === 1) >= this.quorum) return true;
+    // Free only when no majority can hold it: a node that did not answer may be one of the holder's, and so may
+    // a node that restarted within nodeRecoveryDelay (2: it may have forgotten the lock).
+    if (count(votes, (r) => r === 0) > n - this.quorum) return false;
+    throw this.undecided(
+      'isLocked',
+      keys,
+      votes,
+      count(votes, (r) => r === 2),
+    );
+  }
+
+  /** No majority decided: too few answers, or answers from nodes still in nodeRecoveryDelay (`recovering`), which count for nothing. */
+  private undecided(operation: string, keys: LockRedisKeys, votes: ReadonlyArray<Vote<number> | undefined>, recovering: number): Error {
+    if (recovering === 0) return this.fewAnswers(operation, keys, votes);
+    const failure = firstFailure(votes);
+    return new LockConnectionError(
+      `Redlock ${operation} of "${keys.key}": ${count(votes)} of ${this.nodes.length} nodes answered, but ${recovering} of them (re)started, or lost ` +
+        `their data, less than nodeRecoveryDelay (${this.settings.nodeRecoveryDelay} ms) ago and may have forgotten the lock, so no majority ` +
+        `(${this.quorum}) decided.` +
+        (operation === 'release' ? ' The lock was deleted on the nodes where it was ours; anything left lapses by TTL.' : '') +
+        (failure ? ` First failure: ${failure.message}` : ''),
+      operation,
+      { cause: failure },
+    );
   }
 
   /**
