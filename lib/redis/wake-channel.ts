@@ -4,6 +4,7 @@ import type { Handover, HandoverChannel, HandoverChannelState } from '../core/ha
 import { CommandDeadlines } from './command-deadlines';
 import { closeNow, isClusterClient, RedisClient, reopenWhenEnded, waitUntilReady } from './redis-connection';
 import type { WakeRoute } from './wake-route';
+import { monotonicNow } from '../time/clock';
 
 export type { Handover } from '../core/handover-channel';
 
@@ -11,6 +12,9 @@ type Wake = (handover?: Handover) => void;
 
 /** @internal See `WakeChannel.state`. */
 export type WakeChannelState = HandoverChannelState;
+
+/** How long a subscription the server's ACL refused (NOPERM) is not asked again: waiters poll meanwhile. */
+const ACL_REFUSAL_BACKOFF_MS = 30_000;
 
 /** How soon a slot subscription the server dropped (its slot moved to another master) is made again. */
 const RESUBSCRIBE_DELAY_MS = 50;
@@ -57,8 +61,16 @@ export class WakeChannel implements HandoverChannel {
   private confirmed = false;
   private readonly waiters = new Map<string, { lockName: string; wake: Wake }>();
   private closed = false;
-  private readonly onClose: Promise<void>;
-  private signalClosed!: () => void;
+  /**
+   * Steps waiting on the channel (a subscription, the mode's detection) that close() ends at once. Each
+   * leaves the set when it settles: a race against one promise that settles only at close() kept a
+   * reaction per attempt alive until then (about 400 B per wait while subscriptions failed).
+   */
+  private readonly untilClose = new Set<() => void>();
+  /** Monotonic ms until which a subscription the server's ACL refused is not asked again (waiters poll meanwhile). */
+  private refusedUntil = 0;
+  /** Sharded mode: one wait for each node connection's handshake, shared by the slots subscribing on it. */
+  private readonly nodeReady = new WeakMap<Redis, Promise<boolean>>();
   private readonly deadlines: CommandDeadlines;
   /** Sharded mode: subscriptions by slot, and by channel (to find the slot of a dropped one). */
   private readonly slots = new Map<number, SlotSubscription>();
@@ -76,7 +88,6 @@ export class WakeChannel implements HandoverChannel {
     private readonly commandTimeout: number,
     private readonly logger: Logger,
   ) {
-    this.onClose = new Promise<void>((resolve) => (this.signalClosed = resolve));
     this.deadlines = new CommandDeadlines(commandTimeout);
   }
 
@@ -136,14 +147,14 @@ export class WakeChannel implements HandoverChannel {
    */
   async ensureSubscribed(lockName: string): Promise<boolean> {
     if (this.closed) return false;
-    const mode = this.route.mode ?? (await Promise.race([this.route.detect(), this.onClose.then(() => 'plain' as const)]));
-    if (this.closed) return false;
+    const mode = this.route.mode ?? (await this.whileOpen(this.route.detect(), 'plain'));
+    if (this.closed || monotonicNow() < this.refusedUntil) return false;
     if (mode === 'sharded') return this.ensureSlotSubscribed(this.route.slotOf(lockName));
     if (this.confirmed) return true;
     try {
       this.subscribing ??= this.subscribe();
       // Shutdown must not wait for a subscription that may never be answered.
-      await Promise.race([this.subscribing, this.onClose]);
+      await this.whileOpen(this.subscribing, undefined);
       this.confirmed = !this.closed;
     } catch (error) {
       this.subscribing = undefined; // the next waiter tries again
@@ -155,7 +166,8 @@ export class WakeChannel implements HandoverChannel {
   close(): Promise<void> {
     this.closed = true;
     this.confirmed = false;
-    this.signalClosed();
+    for (const stop of [...this.untilClose]) stop();
+    this.untilClose.clear();
     this.waiters.clear();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
@@ -169,6 +181,16 @@ export class WakeChannel implements HandoverChannel {
     return Promise.resolve();
   }
 
+  /** `step`, or `onClosed` as soon as the channel closes (close() must not wait for a subscription that may never be answered). */
+  private whileOpen<T, C>(step: Promise<T>, onClosed: C): Promise<T | C> {
+    if (this.closed) return Promise.resolve(onClosed);
+    return new Promise<T | C>((resolve, reject) => {
+      const stop = () => resolve(onClosed);
+      this.untilClose.add(stop);
+      step.then(resolve, reject).finally(() => this.untilClose.delete(stop));
+    });
+  }
+
   /**
    * A failed subscription: waiters poll instead. Connection trouble passes (debug: the connection's own
    * messages say it); a refusal by the server's ACL lasts, so it is a warning, once per service, with the fix.
@@ -179,6 +201,8 @@ export class WakeChannel implements HandoverChannel {
       this.logger.debug?.(`Subscribing to ${channel} failed, waiting by polling: ${message}`);
       return;
     }
+    // Not asked again on every wait: the ACL will refuse it again until an operator changes it.
+    this.refusedUntil = monotonicNow() + ACL_REFUSAL_BACKOFF_MS;
     if (this.refusalReported) return;
     this.refusalReported = true;
     this.logger.warn(
@@ -227,7 +251,7 @@ export class WakeChannel implements HandoverChannel {
     if (sub.confirmed && sub.connection?.status === 'ready' && owner === sub.node) return true;
     try {
       sub.subscribing ??= this.subscribeSlot(sub).finally(() => (sub.subscribing = undefined));
-      await Promise.race([sub.subscribing, this.onClose]);
+      await this.whileOpen(sub.subscribing, undefined);
     } catch (error) {
       this.subscribeFailed(sub.channel, error);
     }
@@ -240,7 +264,7 @@ export class WakeChannel implements HandoverChannel {
       const node = ownerOf(this.source as Cluster, sub.slot);
       if (!node) throw new Error(`no master known for slot ${sub.slot}`);
       const connection = this.nodeConnection(node);
-      if (!(await waitUntilReady(connection, this.commandTimeout))) throw new Error(`subscriber connection to ${node} not ready`);
+      if (!(await this.nodeConnectionReady(connection))) throw new Error(`subscriber connection to ${node} not ready`);
       const previous = sub.connection;
       sub.confirmed = false;
       await connection.ssubscribe(sub.channel);
@@ -253,6 +277,21 @@ export class WakeChannel implements HandoverChannel {
       // A handover announced while the slot had no subscription here went unheard: its waiters ask again now.
       if (previous) this.nudgeSlot(sub.slot);
     });
+  }
+
+  /**
+   * One wait for a node connection's handshake, whatever the number of slots subscribing on it: after a
+   * reconnect every slot of the master waits at once, and a listener each set off Node's
+   * MaxListenersExceededWarning.
+   */
+  private nodeConnectionReady(connection: Redis): Promise<boolean> {
+    if (connection.status === 'ready') return Promise.resolve(true);
+    let ready = this.nodeReady.get(connection);
+    if (!ready) {
+      ready = waitUntilReady(connection, this.commandTimeout).finally(() => this.nodeReady.delete(connection));
+      this.nodeReady.set(connection, ready);
+    }
+    return ready;
   }
 
   private nodeConnection(node: string): Redis {

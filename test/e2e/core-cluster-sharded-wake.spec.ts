@@ -9,7 +9,8 @@
  * The fallbacks: a Cluster whose servers have no SPUBLISH (renamed away, as on a server before 7.0)
  * and a single Redis keep PUBLISH / SUBSCRIBE, with the very scripts of before.
  */
-import type { Cluster } from 'ioredis';
+import Redis, { type Cluster } from 'ioredis';
+import { EventEmitter } from 'node:events';
 import { LockService } from '../../lib';
 import { keySlot } from '../../lib/redis/key-slot';
 import { lockRedisKeys } from '../../lib/redis/lock-redis-keys';
@@ -191,6 +192,43 @@ describe('Redis 7 Cluster: sharded wake-ups', () => {
     console.log(`subscriber killed just before the release: waiter held the lock ${Math.round(woken)} ms after it`);
     expect(woken).toBeLessThan(WOKEN_WITHIN_MS);
     expect(await next.release()).toBe(true);
+  });
+
+  it("a master's subscriber connection lost while the service waits in many of its slots: every slot subscribed again, with one handshake wait (no MaxListenersExceededWarning)", async () => {
+    const master = cluster.nodes[0];
+    const keys: string[] = [];
+    for (let i = 0; keys.length < 15; i++) {
+      const key = `sharded:many:${i}`;
+      if ((await cluster.ownerOf(redisKeySlot(lockRedisKeys('lock:', key).lock))) === master) keys.push(key);
+    }
+    const held = await Promise.all(keys.map((key) => holder.acquire(key, { ttl: 20_000 })));
+    const waiting = keys.map((key) => waiter.acquire(key, { ttl: 20_000, waitTimeout: 15_000 }));
+    await sleep(300); // queued, each slot subscribed
+    await Promise.all(held.map((lock) => lock.release()));
+    await Promise.all((await Promise.all(waiting)).map((lock) => lock.release()));
+    expect(waiter.engine.health().wakeChannel).toBe('subscribed');
+
+    // 'ready' listeners added per connection while the slots subscribe again.
+    const readyListeners = new Map<object, number>();
+    const on = jest.spyOn(Redis.prototype, 'on').mockImplementation(function (
+      this: Redis,
+      event: string | symbol,
+      listener: (...args: unknown[]) => void,
+    ) {
+      if (event === 'ready') readyListeners.set(this, (readyListeners.get(this) ?? 0) + 1);
+      return EventEmitter.prototype.on.call(this, event, listener) as Redis;
+    });
+    try {
+      await cluster.admin(master).call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+      const deadline = performance.now() + 5_000;
+      while (performance.now() < deadline && waiter.engine.health().wakeChannel !== 'subscribed') await sleep(50);
+      expect(waiter.engine.health().wakeChannel).toBe('subscribed');
+      // Before: one per slot on the new connection (15 here), past Node's limit of 10: MaxListenersExceededWarning
+      // ("11 ready listeners added to [Commander]"), thousands at once for a service waiting in many slots.
+      expect(Math.max(0, ...readyListeners.values())).toBeLessThanOrEqual(3);
+    } finally {
+      on.mockRestore();
+    }
   });
 
   // Why the wake channel keeps per-master connections of its own (docs/design.md): ioredis 5.11's own
