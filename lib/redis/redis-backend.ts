@@ -2,7 +2,18 @@ import type { LockBackend, LockBackendContext, LockBackendFactory } from '../cor
 import { assertRedisOption } from '../options/connection-option';
 import { reportConnectionHealth } from './connection-health';
 import { ConnectionState } from './connection-state';
-import { RedisConnection, closeConnection, closeNow, connectTimeoutFor, createRedisConnection, waitUntilReady } from './redis-connection';
+import type { Redis } from 'ioredis';
+import { withDeadline } from '../time/deadline';
+import { warnIfEvicting } from './eviction-warning';
+import {
+  RedisConnection,
+  closeConnection,
+  closeNow,
+  connectTimeoutFor,
+  createRedisConnection,
+  isClusterClient,
+  waitUntilReady,
+} from './redis-connection';
 import { RedisLockStore } from './redis-lock-store';
 import { RedlockBackend } from './redlock';
 import { ReplicaAcks } from './replica-acks';
@@ -66,6 +77,24 @@ class RedisBackend implements LockBackend {
     if (!(await waitUntilReady(client, startupTimeout))) throw this.connectionState.notReachableAtStartup(startupTimeout);
     // A Cluster: know how handovers travel before the first release (bounded; on failure, asked again later).
     if (this.route.mode === undefined) await this.route.detect();
+    void this.warnIfEvicting();
+  }
+
+  /** Every server holding locks (a Cluster's masters), asked once after startup without holding it up (eviction-warning.ts). */
+  private async warnIfEvicting(): Promise<void> {
+    const { client } = this.connection;
+    const servers: Array<{ target: string; node: Pick<Redis, 'info'> }> = isClusterClient(client)
+      ? client.nodes('master').map((node) => ({ target: `Redis at ${node.options.host}:${node.options.port}`, node }))
+      : [{ target: this.connectionState.target, node: client }];
+    const { commandTimeout } = this.context.settings;
+    await Promise.all(
+      servers.map(
+        ({ target, node }) =>
+          withDeadline(node.info('memory'), commandTimeout, () => new Error('no answer'))
+            .then((info) => warnIfEvicting(target, info, this.context.logger))
+            .catch(() => undefined), // INFO refused or not answered: nothing to tell
+      ),
+    );
   }
 
   /** A connection we own logs its failed attempts itself (connection-health.ts); a user's client gets this one line. */

@@ -1,3 +1,4 @@
+import { warnIfEvicting } from '../eviction-warning';
 import { ReplyError } from 'ioredis';
 import type { LockBackend, LockBackendContext } from '../../core/lock-backend';
 import { LockConnectionError } from '../../errors/lock-connection.error';
@@ -78,6 +79,13 @@ export class RedlockBackend implements LockBackend {
       );
     }
     await Promise.all(ready.map((node) => this.refuseClusterNode(node)));
+    // Every node, also those that connect after the majority did (eviction-warning.ts); startup does not wait for it.
+    for (const node of this.nodes) {
+      void waitUntilReady(node.client, startupTimeout)
+        .then((up) => (up ? node.info('memory') : undefined))
+        .then((info) => info && warnIfEvicting(`Redlock: ${node.target}`, info, this.context.logger))
+        .catch(() => undefined); // INFO refused or not answered: nothing to tell
+    }
     if (this.nodeRecoveryDelay > 0) await Promise.all(ready.map((node) => this.warnWithoutUptime(node)));
   }
 
