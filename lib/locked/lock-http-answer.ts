@@ -2,6 +2,7 @@ import { BadRequestException, ConflictException, HttpException, ServiceUnavailab
 import { LockBusyError } from '../errors/lock-busy.error';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import { LockKeyError } from '../errors/lock-key.error';
+import { LockLostError } from '../errors/lock-lost.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { lockNameOf } from './lock-error-names';
@@ -47,6 +48,16 @@ export function lockHttpAnswer(error: unknown): LockHttpAnswer | undefined {
   if (error instanceof LockKeyError) return isRequestKeyError(error) ? invalidKey(error) : undefined;
   if (error instanceof LockServiceClosedError) return unavailable('This instance is shutting down; retry on another.', 'acquire', error);
   if (error instanceof LockConnectionError) return unavailable('The lock store is unreachable; retry later.', error.operation, error);
+  // The handler stopped because its lock ended under it (it threw the signal's reason, or extend() found it
+  // lost): the request was cut short for a reason of the server's, and a retry can succeed. The loss itself
+  // is logged where it was seen (a warning naming the key); the answer names no key.
+  if (error instanceof LockLostError) {
+    const message =
+      error.reason === 'shutdown'
+        ? 'This instance is shutting down and stopped the request; retry on another.'
+        : 'The lock this request held was lost before it finished (the lock store unreachable, or the instance paused); retry.';
+    return unavailable(message, 'hold', error);
+  }
   return undefined;
 }
 

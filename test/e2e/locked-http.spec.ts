@@ -32,7 +32,8 @@ import { APP_FILTER, HttpAdapterHost } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { DistributedLockModule, Locked, LockBusyError, LockHttpErrorsFilter, LockService, lockKey } from '../../lib';
+import type Redis from 'ioredis';
+import { DistributedLockModule, Locked, LockBusyError, LockHttpErrorsFilter, LockService, currentLock, lockKey } from '../../lib';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
 import { ErrorLog } from '../harness/error-log';
 
@@ -67,7 +68,20 @@ class SeatsController {
   async teapot() {
     throw new TeapotError('short and stout');
   }
+
+  /** Its lock is taken from under it (the key deleted, as an expiry would), then it extends: LockLostError. */
+  @Get('lost/:id')
+  @Locked('seat:<0>')
+  async lost(@Param('id') id: string) {
+    const lock = currentLock()!;
+    await lostKeys.del(`lock:{seat:${id}}`);
+    await lock.extend();
+    return { kept: id };
+  }
 }
+
+/** The test's own connection, for the handler above to delete its lock's key. */
+let lostKeys: Redis;
 
 /** Takes a lock per user in a guard: the handler runs only when it was free. */
 @Injectable()
@@ -342,6 +356,19 @@ describe.each<Platform>(['express', 'fastify'])('HTTP mapping on %s', (platform)
     } finally {
       await closing.close();
     }
+  });
+
+  it('LockLostError (the lock ended under the handler) answers 503 with Retry-After, not 500, naming no key', async () => {
+    lostKeys = redis.client();
+    const res = await request(app.getHttpServer()).get(`/seats/lost/${EMAIL}`).expect(503).expect('retry-after', '1');
+    // Before: Nest's 500 (the error was not mapped).
+    expect(res.body).toEqual({
+      statusCode: 503,
+      error: 'Service Unavailable',
+      message: 'The lock this request held was lost before it finished (the lock store unreachable, or the instance paused); retry.',
+      operation: 'hold',
+    });
+    expect(wholeAnswer(res)).not.toContain('alice');
   });
 
   it('LockConnectionError (Redis down) answers 503 with Retry-After, not 409 or 500', async () => {
