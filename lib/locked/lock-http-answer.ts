@@ -49,9 +49,10 @@ export function lockHttpAnswer(error: unknown): LockHttpAnswer | undefined {
   if (error instanceof LockServiceClosedError) return unavailable('This instance is shutting down; retry on another.', 'acquire', error);
   if (error instanceof LockConnectionError) return unavailable('The lock store is unreachable; retry later.', error.operation, error);
   // The handler stopped because its lock ended under it (it threw the signal's reason, or extend() found it
-  // lost): the request was cut short for a reason of the server's, and a retry can succeed. The loss itself
-  // is logged where it was seen (a warning naming the key); the answer names no key.
-  if (error instanceof LockLostError) {
+  // lost): the request was cut short by trouble of the server's, and a retry can succeed. The loss itself
+  // is logged where it was seen (a warning naming the key); the answer names no key. Not 'max-hold': the
+  // handler outran a limit of its own, which every retry would meet again (Nest's logged 500).
+  if (error instanceof LockLostError && error.reason !== 'max-hold') {
     const message =
       error.reason === 'shutdown'
         ? 'This instance is shutting down and stopped the request; retry on another.'

@@ -33,6 +33,8 @@ interface SlotSubscription {
   connection?: Redis;
   confirmed: boolean;
   subscribing?: Promise<void>;
+  /** Monotonic ms until which this slot's channel, refused by its master's ACL, is not asked again. */
+  refusedUntil?: number;
   /** Tries at making it again are scheduled (lost()): one series at a time. */
   resubscribing?: boolean;
 }
@@ -67,7 +69,7 @@ export class WakeChannel implements HandoverChannel {
    * reaction per attempt alive until then (about 400 B per wait while subscriptions failed).
    */
   private readonly untilClose = new Set<() => void>();
-  /** Monotonic ms until which a subscription the server's ACL refused is not asked again (waiters poll meanwhile). */
+  /** Plain mode: monotonic ms until which the channel the server's ACL refused is not asked again (waiters poll meanwhile). */
   private refusedUntil = 0;
   /** Sharded mode: one wait for each node connection's handshake, shared by the slots subscribing on it. */
   private readonly nodeReady = new WeakMap<Redis, Promise<boolean>>();
@@ -148,17 +150,20 @@ export class WakeChannel implements HandoverChannel {
   async ensureSubscribed(lockName: string): Promise<boolean> {
     if (this.closed) return false;
     const mode = this.route.mode ?? (await this.whileOpen(this.route.detect(), 'plain'));
-    if (this.closed || monotonicNow() < this.refusedUntil) return false;
+    if (this.closed) return false;
     if (mode === 'sharded') return this.ensureSlotSubscribed(this.route.slotOf(lockName));
     if (this.confirmed) return true;
+    if (monotonicNow() < this.refusedUntil) return false;
     try {
       this.subscribing ??= this.subscribe();
       // Shutdown must not wait for a subscription that may never be answered.
       await this.whileOpen(this.subscribing, undefined);
       this.confirmed = !this.closed;
+      if (this.confirmed) this.subscribedAgain(this.name, this.refusedUntil > 0);
+      this.refusedUntil = 0;
     } catch (error) {
       this.subscribing = undefined; // the next waiter tries again
-      this.subscribeFailed(this.name, error);
+      if (this.subscribeFailed(this.name, error)) this.refusedUntil = monotonicNow() + ACL_REFUSAL_BACKOFF_MS;
     }
     return this.confirmed;
   }
@@ -194,22 +199,31 @@ export class WakeChannel implements HandoverChannel {
   /**
    * A failed subscription: waiters poll instead. Connection trouble passes (debug: the connection's own
    * messages say it); a refusal by the server's ACL lasts, so it is a warning, once per service, with the fix.
+   * Returns whether it was such a refusal: the caller then does not ask for that channel again for
+   * ACL_REFUSAL_BACKOFF_MS (not on every wait: the ACL refuses it again until an operator changes it).
    */
-  private subscribeFailed(channel: string, error: unknown): void {
+  private subscribeFailed(channel: string, error: unknown): boolean {
     const message = (error as Error).message;
     if (!/NOPERM/.test(message)) {
       this.logger.debug?.(`Subscribing to ${channel} failed, waiting by polling: ${message}`);
-      return;
+      return false;
     }
-    // Not asked again on every wait: the ACL will refuse it again until an operator changes it.
-    this.refusedUntil = monotonicNow() + ACL_REFUSAL_BACKOFF_MS;
-    if (this.refusalReported) return;
+    if (this.refusalReported) return true;
     this.refusalReported = true;
     this.logger.warn(
       `Redis refused the subscription to ${channel} (${message}): waiters are not told of handovers and ask again by ` +
         `polling, so a busy key changes hands later than it could. Give the module's Redis user its channels: ` +
-        `ACL SETUSER <user> &${this.route.plainChannel('')}* (Redis 7 gives new users no pub/sub channel by default).`,
+        `ACL SETUSER <user> &${this.route.plainChannel('')}* (Redis 7 gives new users no pub/sub channel by default). ` +
+        `The subscription is asked again every ${ACL_REFUSAL_BACKOFF_MS / 1000} s.`,
     );
+    return true;
+  }
+
+  /** A channel refused before is subscribed now (an operator granted it): said once, as the refusal was. */
+  private subscribedAgain(channel: string, wasRefused: boolean): void {
+    if (!wasRefused || !this.refusalReported) return;
+    this.refusalReported = false;
+    this.logger.log(`Subscribed to ${channel} after Redis had refused it: waiters are told of handovers again.`);
   }
 
   private subscribe(): Promise<void> {
@@ -249,11 +263,14 @@ export class WakeChannel implements HandoverChannel {
     }
     const owner = ownerOf(this.source as Cluster, slot);
     if (sub.confirmed && sub.connection?.status === 'ready' && owner === sub.node) return true;
+    if (sub.refusedUntil !== undefined && monotonicNow() < sub.refusedUntil) return false;
     try {
       sub.subscribing ??= this.subscribeSlot(sub).finally(() => (sub.subscribing = undefined));
       await this.whileOpen(sub.subscribing, undefined);
+      if (sub.confirmed) this.subscribedAgain(sub.channel, sub.refusedUntil !== undefined);
+      sub.refusedUntil = undefined;
     } catch (error) {
-      this.subscribeFailed(sub.channel, error);
+      if (this.subscribeFailed(sub.channel, error)) sub.refusedUntil = monotonicNow() + ACL_REFUSAL_BACKOFF_MS;
     }
     return !this.closed && sub.confirmed;
   }
@@ -354,8 +371,10 @@ export class WakeChannel implements HandoverChannel {
         cluster.refreshSlotsCache(() => {
           if (this.closed || sub.confirmed) return void (sub.resubscribing = false);
           void this.ensureSlotSubscribed(sub.slot).then((confirmed) => {
-            if (confirmed || this.closed) sub.resubscribing = false;
-            else tryAfter(Math.min(delay * 2, MAX_RESUBSCRIBE_DELAY_MS));
+            if (confirmed || this.closed) return void (sub.resubscribing = false);
+            // A refusal by the master's ACL is asked again only after its back-off, as for waiters.
+            const refusedFor = (sub.refusedUntil ?? 0) - monotonicNow();
+            tryAfter(refusedFor > 0 ? refusedFor : Math.min(delay * 2, MAX_RESUBSCRIBE_DELAY_MS));
           });
         });
       }, delay);

@@ -231,6 +231,32 @@ describe('Redis 7 Cluster: sharded wake-ups', () => {
     }
   });
 
+  it("one master's ACL refusing the service's channels: waiters in its slots poll, waiters on the other masters are still told", async () => {
+    for (const node of cluster.nodes) await cluster.admin(node).call('ACL', 'SETUSER', 'shard-user', 'on', '>pw', '~*', '+@all', 'allchannels');
+    const [refusing, other] = [cluster.nodes[0], cluster.nodes[1]];
+    await cluster.admin(refusing).call('ACL', 'SETUSER', 'shard-user', 'resetchannels');
+    const [h, w] = await startServices([
+      () => cluster.client({ redisOptions: { username: 'shard-user', password: 'pw' } }),
+      () => cluster.client({ redisOptions: { username: 'shard-user', password: 'pw' } }),
+    ]);
+    try {
+      const keyOn = async (master: RedisProcess, prefix: string) => {
+        for (let i = 0; ; i++)
+          if ((await cluster.ownerOf(redisKeySlot(lockRedisKeys('lock:', `${prefix}${i}`).lock))) === master) return `${prefix}${i}`;
+      };
+      const [refusedKey, otherKey] = [await keyOn(refusing, 'acl:refused:'), await keyOn(other, 'acl:other:')];
+      await handover(h, w, refusedKey); // polled: its master refuses the subscription
+      expect(channelOf(w).subscribedTo(lockRedisKeys('lock:', refusedKey).lock)).toBe(false);
+      // Before: the refusal on one master stopped every subscription of the service for 30 s (and the lost-slot
+      // loop renewed it every 2 s), so this waiter polled too.
+      expect(await handover(h, w, otherKey)).toBeLessThan(WOKEN_WITHIN_MS);
+      expect(channelOf(w).subscribedTo(lockRedisKeys('lock:', otherKey).lock)).toBe(true);
+    } finally {
+      await Promise.all([h.close(), w.close()]);
+      for (const node of cluster.nodes) await cluster.admin(node).call('ACL', 'DELUSER', 'shard-user');
+    }
+  });
+
   // Why the wake channel keeps per-master connections of its own (docs/design.md): ioredis 5.11's own
   // Cluster sharded subscriptions, checked against this cluster.
   it("ioredis' Cluster client: SSUBSCRIBE by default reaches one node only; with shardedSubscribers it does not follow a moved slot", async () => {
