@@ -21,7 +21,11 @@ export function askAll<N, T>(
    * as that took (at least MIN_GRACE_MS), not their whole bound: a frozen node must not make every
    * undecided attempt wait for its timeout.
    */
-  grace?: { when: (votes: ReadonlyArray<Vote<T> | undefined>) => boolean },
+  grace?: {
+    when: (votes: ReadonlyArray<Vote<T> | undefined>) => boolean;
+    /** Shortest grace (ms; default MIN_GRACE_MS). */
+    minMs?: number;
+  },
   /** Told each vote that arrives after the outcome was decided (the caller may owe that node a give-back). */
   late?: LateVotes<T>,
 ): Promise<Array<Vote<T> | undefined>> {
@@ -43,7 +47,7 @@ export function askAll<N, T>(
       if (done) return late?.receive(index, vote);
       if (pending === 0 || decided(votes)) return finish();
       if (grace && !timer && grace.when(votes)) {
-        timer = setTimeout(finish, Math.max(MIN_GRACE_MS, Math.ceil(performance.now() - sentAt)));
+        timer = setTimeout(finish, Math.max(grace.minMs ?? MIN_GRACE_MS, Math.ceil(performance.now() - sentAt)));
         timer.unref();
       }
     };

@@ -30,6 +30,9 @@ export interface RedlockStoreSettings {
   nodeTimeout: number;
 }
 
+/** Shortest wait for the last nodes once a majority answered a health probe: a healthy node answers well within it. */
+const PROBE_GRACE_MS = 50;
+
 /** The key on each node that says since when (node clock, ms) the node has kept its data. */
 export const nodeMarkerKey = (keyPrefix: string): string => `${keyPrefix}redlock:node-since`;
 
@@ -374,11 +377,17 @@ export class RedlockStore implements LockStore {
    * The health probe on every node at once (each bounded by its node timeout): the nodes that can
    * vote answered it and are past nodeRecoveryDelay, by the acquire's own rule. Fewer than a majority:
    * every acquire fails now, so the probe does. The round trip is that of the quorum-th fastest voter
-   * (what an acquire waits for at best). Waits for every node, so the count is exact.
+   * (what an acquire waits for at best). Once a majority can vote, the rest get as long again as that took
+   * (at least PROBE_GRACE_MS), not their whole bound: a frozen node must not make every health check take
+   * the node timeout (a liveness probe with a 1 s timeout would restart a service whose locks work); a node
+   * that did not answer by then is counted as not voting.
    */
   async probe(): Promise<StoreProbe> {
     const args = [this.probeKey, this.marker, HEALTH_PROBE_TTL_MS, this.recovery];
-    const answers = await askAll(this.nodes, (node) => node.probe(args));
+    const answers = await askAll(this.nodes, (node) => node.probe(args), undefined, {
+      when: (v) => count(v, (a) => a.recoveringFor <= 0) >= this.quorum,
+      minMs: PROBE_GRACE_MS,
+    });
     const voters = answers.flatMap((a) => (a?.ok && a.value.recoveringFor <= 0 ? [a.value.ms] : [])).sort((a, b) => a - b);
     const nodes = { total: this.nodes.length, voting: voters.length };
     if (voters.length >= this.quorum) return { ms: voters[this.quorum - 1], nodes };
