@@ -96,6 +96,10 @@ describe('LockHealthIndicator in Redlock mode, one node frozen', () => {
   it("up at about the others' round trip, not after the frozen node's 2 s bound; the frozen node is not counted", async () => {
     const indicator = new LockHealthIndicator(locks, new HealthIndicatorService());
     expect((await indicator.isHealthy('lock')).lock).toMatchObject({ status: 'up', nodes: { total: 3, voting: 3 } });
+    // A slow but healthy node (60 ms round trip, another zone) still counts (a 50 ms grace counted it out).
+    nodes.proxies[2].setDelay(30);
+    expect((await indicator.isHealthy('lock')).lock).toMatchObject({ status: 'up', nodes: { total: 3, voting: 3 } });
+    nodes.proxies[2].setDelay(0);
     nodes.servers[2].pause();
     const asked = performance.now();
     const frozen = await indicator.isHealthy('lock');

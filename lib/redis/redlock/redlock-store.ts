@@ -30,8 +30,12 @@ export interface RedlockStoreSettings {
   nodeTimeout: number;
 }
 
-/** Shortest wait for the last nodes once a majority answered a health probe: a healthy node answers well within it. */
-const PROBE_GRACE_MS = 50;
+/**
+ * Shortest wait for the last nodes once a majority answered a health probe (or the node timeout, if shorter): long
+ * enough for a healthy node in another zone (a 60 ms round trip was counted out by a 50 ms grace), short enough
+ * that a frozen node keeps a check well inside a 1 s liveness-probe timeout.
+ */
+const PROBE_GRACE_MS = 250;
 
 /** The key on each node that says since when (node clock, ms) the node has kept its data. */
 export const nodeMarkerKey = (keyPrefix: string): string => `${keyPrefix}redlock:node-since`;
@@ -378,7 +382,7 @@ export class RedlockStore implements LockStore {
    * vote answered it and are past nodeRecoveryDelay, by the acquire's own rule. Fewer than a majority:
    * every acquire fails now, so the probe does. The round trip is that of the quorum-th fastest voter
    * (what an acquire waits for at best). Once a majority can vote, the rest get as long again as that took
-   * (at least PROBE_GRACE_MS), not their whole bound: a frozen node must not make every health check take
+   * (at least PROBE_GRACE_MS, at most their bound), not their whole bound: a frozen node must not make every health check take
    * the node timeout (a liveness probe with a 1 s timeout would restart a service whose locks work); a node
    * that did not answer by then is counted as not voting.
    */
@@ -386,7 +390,7 @@ export class RedlockStore implements LockStore {
     const args = [this.probeKey, this.marker, HEALTH_PROBE_TTL_MS, this.recovery];
     const answers = await askAll(this.nodes, (node) => node.probe(args), undefined, {
       when: (v) => count(v, (a) => a.recoveringFor <= 0) >= this.quorum,
-      minMs: PROBE_GRACE_MS,
+      minMs: Math.min(PROBE_GRACE_MS, this.settings.nodeTimeout),
     });
     const voters = answers.flatMap((a) => (a?.ok && a.value.recoveringFor <= 0 ? [a.value.ms] : [])).sort((a, b) => a - b);
     const nodes = { total: this.nodes.length, voting: voters.length };
