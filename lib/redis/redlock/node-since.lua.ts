@@ -22,3 +22,17 @@ export const nodeSinceLua = (markerKey: string): string => `  local since = tonu
   local uptime = at and tonumber(string.match(info, '^%d+', at + 18))
   if uptime and now_ms - uptime * 1000 > since then since = now_ms - uptime * 1000 end
 `;
+
+/**
+ * Lua: sets the local `recovery_left`, the ms this node still gives no votes by the recovery rule above (0 when
+ * it votes, and at once when `recoveryArg`, a Lua expression, is '0': the rule is off). For the scripts that
+ * need only that answer (release, isLocked, the health probe); the acquire keeps its clock for the fence too.
+ */
+export const recoveryLeftLua = (markerKey: string, recoveryArg: string): string => `local recovery_left = 0
+if ${recoveryArg} ~= '0' then
+  local recovery = tonumber(${recoveryArg})
+  local clock = redis.call('TIME')
+  local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+${nodeSinceLua(markerKey)}  recovery_left = math.max(0, since + recovery - now_ms)
+end
+`;

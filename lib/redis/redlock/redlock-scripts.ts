@@ -1,6 +1,6 @@
 import { luaScript } from '../lua-script';
 import { FENCE_FUNCTIONS, PLACE_FUNCTIONS } from '../scripts/lua-functions';
-import { nodeSinceLua } from './node-since.lua';
+import { nodeSinceLua, recoveryLeftLua } from './node-since.lua';
 import { RAISED_FENCE_RETENTION_MS, TICKET_QUEUE_FUNCTIONS } from './ticket-queue.lua';
 
 /**
@@ -93,13 +93,9 @@ export const REDLOCK_RELEASE_SCRIPT =
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   redis.call('ZREM', KEYS[3], ARGV[1])
   redis.call('ZREM', KEYS[4], ARGV[1])
-  if ARGV[4] == '0' then return 0 end
-  local recovery = tonumber(ARGV[4])
-  local clock = redis.call('TIME')
-  local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-` +
-  nodeSinceLua('KEYS[5]') +
-  `  if since + recovery > now_ms then return 3 end
+  ` +
+  recoveryLeftLua('KEYS[5]', 'ARGV[4]') +
+  `  if recovery_left > 0 then return 3 end
   return 0
 end
 if redis.call('ZCARD', KEYS[3]) == 0 then
@@ -204,13 +200,9 @@ return 1
 export const REDLOCK_IS_LOCKED_SCRIPT =
   `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
-if ARGV[1] == '0' then return 0 end
-local recovery = tonumber(ARGV[1])
-local clock = redis.call('TIME')
-local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 ` +
-  nodeSinceLua('KEYS[2]') +
-  `if since + recovery > now_ms then return 2 end
+  recoveryLeftLua('KEYS[2]', 'ARGV[1]') +
+  `if recovery_left > 0 then return 2 end
 return 0
 `;
 
@@ -224,14 +216,9 @@ return 0
 export const REDLOCK_PROBE_SCRIPT =
   `
 redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
-if ARGV[2] == '0' then return 0 end
-local recovery = tonumber(ARGV[2])
-local clock = redis.call('TIME')
-local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 ` +
-  nodeSinceLua('KEYS[2]') +
-  `if since + recovery > now_ms then return since + recovery - now_ms end
-return 0
+  recoveryLeftLua('KEYS[2]', 'ARGV[2]') +
+  `return recovery_left
 `;
 
 /** The scripts a Redlock node runs. */
