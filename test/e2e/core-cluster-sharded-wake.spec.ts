@@ -63,6 +63,16 @@ function keysInOneSlot(count: number, prefix: string): string[] {
   return keys;
 }
 
+/** `count` user keys (`<prefix><n>`) whose locks `master` owns. */
+async function keysOwnedBy(cluster: RedisCluster, master: RedisProcess, prefix: string, count: number): Promise<string[]> {
+  const keys: string[] = [];
+  for (let i = 0; keys.length < count; i++) {
+    const key = `${prefix}${i}`;
+    if ((await cluster.ownerOf(redisKeySlot(lockRedisKeys('lock:', key).lock))) === master) keys.push(key);
+  }
+  return keys;
+}
+
 async function startServices(clients: Array<() => Cluster | string>): Promise<LockService[]> {
   const services = clients.map((client) => new LockService({ redis: client(), ttl: 5_000, commandTimeout: 2_000, waiterLease: WAITER_LEASE }));
   for (const service of services) await service.onModuleInit();
@@ -196,11 +206,7 @@ describe('Redis 7 Cluster: sharded wake-ups', () => {
 
   it("a master's subscriber connection lost while the service waits in many of its slots: every slot subscribed again, with one handshake wait (no MaxListenersExceededWarning)", async () => {
     const master = cluster.nodes[0];
-    const keys: string[] = [];
-    for (let i = 0; keys.length < 15; i++) {
-      const key = `sharded:many:${i}`;
-      if ((await cluster.ownerOf(redisKeySlot(lockRedisKeys('lock:', key).lock))) === master) keys.push(key);
-    }
+    const keys = await keysOwnedBy(cluster, master, 'sharded:many:', 15);
     const held = await Promise.all(keys.map((key) => holder.acquire(key, { ttl: 20_000 })));
     const waiting = keys.map((key) => waiter.acquire(key, { ttl: 20_000, waitTimeout: 15_000 }));
     await sleep(300); // queued, each slot subscribed
@@ -240,11 +246,10 @@ describe('Redis 7 Cluster: sharded wake-ups', () => {
       () => cluster.client({ redisOptions: { username: 'shard-user', password: 'pw' } }),
     ]);
     try {
-      const keyOn = async (master: RedisProcess, prefix: string) => {
-        for (let i = 0; ; i++)
-          if ((await cluster.ownerOf(redisKeySlot(lockRedisKeys('lock:', `${prefix}${i}`).lock))) === master) return `${prefix}${i}`;
-      };
-      const [refusedKey, otherKey] = [await keyOn(refusing, 'acl:refused:'), await keyOn(other, 'acl:other:')];
+      const [[refusedKey], [otherKey]] = [
+        await keysOwnedBy(cluster, refusing, 'acl:refused:', 1),
+        await keysOwnedBy(cluster, other, 'acl:other:', 1),
+      ];
       await handover(h, w, refusedKey); // polled: its master refuses the subscription
       expect(channelOf(w).subscribedTo(lockRedisKeys('lock:', refusedKey).lock)).toBe(false);
       // Before: the refusal on one master stopped every subscription of the service for 30 s (and the lost-slot
