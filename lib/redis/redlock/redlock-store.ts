@@ -273,8 +273,8 @@ export class RedlockStore implements LockStore {
     const failures = failure ? ` First failure: ${failure.message}` : ' The lock state is unknown; nothing ran under it.';
     if (recovering > 0) {
       return new LockConnectionError(
-        `Redlock acquire of "${keys.key}": ${answered} of ${this.nodes.length} nodes answered, but ${recovering} of them (re)started, or lost ` +
-          `their data, less than nodeRecoveryDelay (${this.settings.nodeRecoveryDelay} ms) ago and give no votes yet (they may have forgotten ` +
+        `Redlock acquire of "${keys.key}": ${answered} of ${this.nodes.length} nodes answered, but ${recovering} of them ` +
+          `${this.recentlyRestarted} and give no votes yet (they may have forgotten ` +
           `a held lock; a brand-new node waits this once too), so only ${answered - recovering} can vote and ${this.quorum} are needed. ` +
           `Retry after the delay, or run every node with appendonly yes + appendfsync always and set nodeRecoveryDelay: 0.` +
           (failure ? ` First failure: ${failure.message}` : ''),
@@ -362,13 +362,18 @@ export class RedlockStore implements LockStore {
     );
   }
 
+  /** How messages name the nodes in their recovery period (redlock-recovery in docs/design.md). */
+  private get recentlyRestarted(): string {
+    return `(re)started, or lost their data, less than nodeRecoveryDelay (${this.settings.nodeRecoveryDelay} ms) ago`;
+  }
+
   /** No majority decided: too few answers, or answers from nodes still in nodeRecoveryDelay (`recovering`), which count for nothing. */
   private undecided(operation: string, keys: LockRedisKeys, votes: ReadonlyArray<Vote<number> | undefined>, recovering: number): Error {
     if (recovering === 0) return this.fewAnswers(operation, keys, votes);
     const failure = firstFailure(votes);
     return new LockConnectionError(
-      `Redlock ${operation} of "${keys.key}": ${count(votes)} of ${this.nodes.length} nodes answered, but ${recovering} of them (re)started, or lost ` +
-        `their data, less than nodeRecoveryDelay (${this.settings.nodeRecoveryDelay} ms) ago and may have forgotten the lock, so no majority ` +
+      `Redlock ${operation} of "${keys.key}": ${count(votes)} of ${this.nodes.length} nodes answered, but ${recovering} of them ` +
+        `${this.recentlyRestarted} and may have forgotten the lock, so no majority ` +
         `(${this.quorum}) decided.` +
         (operation === 'release' ? ' The lock was deleted on the nodes where it was ours; anything left lapses by TTL.' : '') +
         (failure ? ` First failure: ${failure.message}` : ''),
@@ -406,8 +411,7 @@ export class RedlockStore implements LockStore {
     if (silent > 0) reasons.push(`${silent} did not answer${failure ? ` (first failure: ${failure.message})` : ''}`);
     if (recovering.length > 0) {
       reasons.push(
-        `${recovering.length} (re)started, or lost their data, less than nodeRecoveryDelay (${this.settings.nodeRecoveryDelay} ms) ago ` +
-          `and give no votes yet (the first votes again in ${Math.min(...recovering)} ms)`,
+        `${recovering.length} ${this.recentlyRestarted} ` + `and give no votes yet (the first votes again in ${Math.min(...recovering)} ms)`,
       );
     }
     return new LockConnectionError(
