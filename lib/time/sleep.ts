@@ -1,3 +1,5 @@
+import { onAbort } from './on-abort';
+
 /**
  * A delay that ends early when `wake` is called or `signal` aborts; its timer never keeps the process alive.
  * A signal that has already aborted ends it at once: 'abort' is never dispatched again, so listening alone
@@ -9,13 +11,14 @@ export function interruptibleDelay(ms: number, signal?: AbortSignal): { promise:
   const promise = new Promise<void>((resolve) => {
     const timer = setTimeout(finish, Math.max(0, ms));
     timer.unref();
+    // Every waiter of the service sleeps on the same shutdown signal: onAbort, not one listener each.
+    const stopListening = signal ? onAbort(signal, finish) : undefined;
     function finish() {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', finish);
+      stopListening?.();
       resolve();
     }
     wake = finish;
-    signal?.addEventListener('abort', finish, { once: true });
   });
   return { promise, wake };
 }
