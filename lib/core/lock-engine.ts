@@ -17,6 +17,7 @@ import { normalizeKeys } from '../keys/normalize-keys';
 import { newOwnerToken, newServiceId } from './owner-token';
 import type { Lease } from './lease';
 import { Lock } from './lock';
+import { deferredWorkKind, discardDeferredWork } from './deferred-work-result';
 import { heldInContext, insideLockContext, runInLockContext } from './lock-context';
 import type { LockRuntime } from './lock-runtime';
 import { LockStats, emptyStats } from './lock-stats';
@@ -155,6 +156,15 @@ export class LockEngine implements LockRuntime {
     let result: T;
     try {
       result = await runInLockContext(this.engineId, lock, () => fn(lock));
+      const deferred = deferredWorkKind(result);
+      if (deferred) {
+        discardDeferredWork(result);
+        throw new DistributedLockError(
+          `withLock("${lock.keys.join('", "')}"): the callback returned ${deferred}, whose work runs as it is consumed: after the ` +
+            `callback returned and the lock was released, unlocked, beside the next holder. Consume it inside the callback ` +
+            `(for await, lastValueFrom(...), or read the stream into a Buffer) and return the result.`,
+        );
+      }
     } catch (error) {
       await lock.release().catch((releaseError: Error) => this.logger.warn(`Release after a failed callback failed: ${releaseError.message}`));
       throw error;

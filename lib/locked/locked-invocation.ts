@@ -8,6 +8,7 @@ import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { nameLockError } from './lock-error-names';
 import { markKeyErrorSource } from './request-key-errors';
 import { lockServiceOf } from './lock-service-of';
+import { deferredWorkKind, discardDeferredWork } from '../core/deferred-work-result';
 
 /** Everything one `@Locked` method needs at call time, computed once at decoration. */
 export interface LockedMethod {
@@ -39,6 +40,15 @@ export async function invokeOriginal(m: LockedMethod, self: unknown, args: unkno
     throw new DistributedLockError(
       `${m.where} returned an Observable, but its declared return type is not Observable, so the lock would be released ` +
         `before anyone subscribes. Declare the return type (": Observable<T>", with emitDecoratorMetadata) so the lock is held for the subscription.`,
+    );
+  }
+  const deferred = deferredWorkKind(result);
+  if (deferred) {
+    discardDeferredWork(result);
+    throw new DistributedLockError(
+      `${m.where} returned ${deferred}, whose work runs as it is consumed: after the method returned and the lock was released, ` +
+        `so it would run unlocked, beside the next holder. Produce the data inside the method and return it (collect the items; ` +
+        `read the stream into a Buffer, which a StreamableFile can then send), or take the lock where it is consumed (lockService.withLock around the loop).`,
     );
   }
   return result;
