@@ -1,8 +1,13 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { DISTRIBUTED_LOCK_FOR_ROOT_OPTIONS, DistributedLockConfigurableModule } from './distributed-lock.module-definition';
+import {
+  DISTRIBUTED_LOCK_FOR_ROOT_ASYNC_OPTIONS,
+  DISTRIBUTED_LOCK_FOR_ROOT_OPTIONS,
+  DistributedLockConfigurableModule,
+} from './distributed-lock.module-definition';
 import { LockDeferCoordinator } from './lock-defer.coordinator';
 import { LOCK_MODULE_EXPORTS, LOCK_MODULE_PROVIDERS } from './lock-module-providers';
+import { assertForRootAsyncOptions } from './options/for-root-async-options';
 import { assertForRootOptions } from './options/for-root-options';
 
 /**
@@ -19,5 +24,10 @@ export class DistributedLockModule extends DistributedLockConfigurableModule {
   static forRoot(options: typeof DISTRIBUTED_LOCK_FOR_ROOT_OPTIONS): DynamicModule {
     assertForRootOptions('DistributedLockModule', options);
     return super.forRoot(options);
+  }
+
+  static forRootAsync(options: typeof DISTRIBUTED_LOCK_FOR_ROOT_ASYNC_OPTIONS): DynamicModule {
+    assertForRootAsyncOptions('DistributedLockModule', options);
+    return super.forRootAsync(options);
   }
 }

@@ -1,5 +1,4 @@
 import { describeValue } from '../errors/describe-value';
-import { LockKeyError } from '../errors/lock-key.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { loneSurrogateIn } from '../keys/lone-surrogate';
 
@@ -16,16 +15,18 @@ export function resolveKeyPrefix(value: unknown): string {
   if (typeof value !== 'string') throw new LockOptionsError('keyPrefix', `expected a string, got ${describeValue(value)}.`);
   const brace = /[{}]/.exec(value);
   if (brace) {
-    throw new LockKeyError(
-      `keyPrefix ${JSON.stringify(value)} contains "${brace[0]}": Redis Cluster picks a key's slot from its first {…} hash tag, ` +
+    throw new LockOptionsError(
+      'keyPrefix',
+      `${JSON.stringify(value)} contains "${brace[0]}": Redis Cluster picks a key's slot from its first {…} hash tag, ` +
         `so a brace in the prefix would decide the slot of every lock (all on one node) or split one lock's keys across slots. ` +
         `Each lock already has its own hash tag; use a prefix without braces, e.g. "lock:".`,
     );
   }
   const surrogate = loneSurrogateIn(value);
   if (surrogate) {
-    throw new LockKeyError(
-      `keyPrefix ${JSON.stringify(value)} contains a lone UTF-16 surrogate (${surrogate}). Redis stores names as UTF-8, where every ` +
+    throw new LockOptionsError(
+      'keyPrefix',
+      `${JSON.stringify(value)} contains a lone UTF-16 surrogate (${surrogate}). Redis stores names as UTF-8, where every ` +
         `lone surrogate becomes U+FFFD, so prefixes that differ only there would be one namespace. Use well-formed text.`,
     );
   }

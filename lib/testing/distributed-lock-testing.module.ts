@@ -4,8 +4,13 @@ import { LOCK_BACKEND } from '../core/lock-backend';
 import { DEFER_QUEUE_FACTORY } from '../defer/defer-job-queue';
 import { LockDeferCoordinator } from '../lock-defer.coordinator';
 import { LOCK_MODULE_EXPORTS, LOCK_MODULE_PROVIDERS } from '../lock-module-providers';
+import { assertForRootAsyncOptions } from '../options/for-root-async-options';
 import { assertForRootOptions } from '../options/for-root-options';
-import { DISTRIBUTED_LOCK_TESTING_FOR_ROOT_OPTIONS, DistributedLockTestingConfigurableModule } from './distributed-lock-testing.module-definition';
+import {
+  DISTRIBUTED_LOCK_TESTING_FOR_ROOT_ASYNC_OPTIONS,
+  DISTRIBUTED_LOCK_TESTING_FOR_ROOT_OPTIONS,
+  DistributedLockTestingConfigurableModule,
+} from './distributed-lock-testing.module-definition';
 import { LockTestingController } from './lock-testing.controller';
 
 /**
@@ -29,5 +34,10 @@ export class DistributedLockTestingModule extends DistributedLockTestingConfigur
   static forRoot(options: typeof DISTRIBUTED_LOCK_TESTING_FOR_ROOT_OPTIONS): DynamicModule {
     assertForRootOptions('DistributedLockTestingModule', options);
     return super.forRoot(options);
+  }
+
+  static forRootAsync(options: typeof DISTRIBUTED_LOCK_TESTING_FOR_ROOT_ASYNC_OPTIONS): DynamicModule {
+    assertForRootAsyncOptions('DistributedLockTestingModule', options);
+    return super.forRootAsync(options);
   }
 }

@@ -5,6 +5,7 @@ import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
 import type { RedisLockStore } from '../../lib/redis/redis-lock-store';
 import { DistributedLockModule, LockLostError, LockOptionsError, LockService, LockServiceClosedError } from '../../lib';
+import { DistributedLockTestingModule } from '../../lib/testing';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
 
 @Injectable()
@@ -60,6 +61,27 @@ describe('DistributedLockModule', () => {
     expect(() => DistributedLockModule.forRoot('redis://127.0.0.1:6379' as never)).toThrow(/forRoot\(\{ redis: "redis:\/\/127\.0\.0\.1:6379" \}\)/);
     expect(() => DistributedLockModule.forRoot({ redis: 'redis://127.0.0.1:6379', isGlobal: 'no' as never })).toThrow(/isGlobal.*expected a boolean/);
     expect(DistributedLockModule.forRoot({ redis: 'redis://127.0.0.1:6379', isGlobal: false }).global).toBe(false);
+  });
+
+  it('forRootAsync refuses what Nest would fail on without saying what to pass, and a non-boolean isGlobal', () => {
+    const where = /DistributedLockModule\.forRootAsync\(options\)/;
+    expect(() => DistributedLockModule.forRootAsync(undefined as never)).toThrow(LockOptionsError);
+    // Before: Nest's UndefinedDependencyException for DISTRIBUTED_LOCK_MODULE_OPTIONS at compile().
+    expect(() => DistributedLockModule.forRootAsync({})).toThrow(
+      /exactly one of useFactory, useClass or useExisting, got none: e\.g\. forRootAsync\(\{ imports/,
+    );
+    expect(() => DistributedLockModule.forRootAsync({})).toThrow(where);
+    expect(() => DistributedLockModule.forRootAsync({ useFactroy: () => ({}) } as never)).toThrow(/useFactroy.*did you mean useFactory/);
+    expect(() => DistributedLockModule.forRootAsync({ useFactory: { redis: 'redis://x' } } as never)).toThrow(/useFactory.*expected a function/);
+    expect(() => DistributedLockModule.forRootAsync({ useFactory: () => ({}), useExisting: 'X' })).toThrow(/got useFactory and useExisting/);
+    expect(() => DistributedLockModule.forRootAsync({ useFactory: () => ({}), inject: 'ConfigService' as never })).toThrow(
+      /inject.*expected an array/,
+    );
+    // Before: taken, and the module made global.
+    expect(() => DistributedLockModule.forRootAsync({ useFactory: () => ({}), isGlobal: 'yes' as never })).toThrow(/isGlobal.*expected a boolean/);
+    expect(DistributedLockModule.forRootAsync({ useFactory: () => ({}), isGlobal: false }).global).toBe(false);
+    // The testing module stands in for it, so it refuses the same.
+    expect(() => DistributedLockTestingModule.forRootAsync({})).toThrow(/DistributedLockTestingModule\.forRootAsync\(options\)".*got none/);
   });
 
   it('fails the bootstrap with a named option error', async () => {

@@ -5,7 +5,7 @@
  * ioredis' `cluster-key-slot` routes them, or every call would bounce between nodes (MOVED).
  */
 import fc from 'fast-check';
-import { LockKeyError, LockService } from '../../lib';
+import { LockOptionsError, LockService } from '../../lib';
 import { lockRedisKeys } from '../../lib/redis/lock-redis-keys';
 import { redisKeySlot } from '../harness/redis-key-slot';
 
@@ -91,7 +91,7 @@ describe('keyPrefix', () => {
   // lock (all locks on one node) or, as `{}`, scatter one lock's names over several slots.
   it.each(['lock{}:', '{app}:', 'lock{', 'lock}'])('refuses braces in %p when the service is made', (keyPrefix) => {
     const make = () => void new LockService({ redis: 'redis://127.0.0.1:1', keyPrefix }).close(); // closed if it was made
-    expect(make).toThrow(LockKeyError);
-    expect(make).toThrow(/keyPrefix ".*" contains "[{}]".*hash tag/);
+    expect(make).toThrow(LockOptionsError);
+    expect(make).toThrow(/"keyPrefix": ".*" contains "[{}]".*hash tag/);
   });
 });

@@ -3,7 +3,7 @@
  * U+FFFD. So `user:\ud800` and `user:\udfff` are one Redis key, and the second caller was told
  * "busy" by a lock that is not its own. Ill-formed keys are refused before any Redis command.
  */
-import { LockKeyError, LockService, lockKey } from '../../lib';
+import { LockKeyError, LockOptionsError, LockService, lockKey } from '../../lib';
 import { commandCalls, redisSuite } from './core-helpers';
 
 const HIGH = 'user:\ud800';
@@ -53,7 +53,7 @@ describe('keys with lone UTF-16 surrogates', () => {
 
   it('are refused in keyPrefix when the service is made', () => {
     const make = () => void new LockService({ redis: suite.redis.url, keyPrefix: `app\udbff:` }).close(); // closed if it was made
-    expect(make).toThrow(LockKeyError);
-    expect(make).toThrow(/keyPrefix "app\\udbff:" contains a lone UTF-16 surrogate/);
+    expect(make).toThrow(LockOptionsError);
+    expect(make).toThrow(/"keyPrefix": "app\\udbff:" contains a lone UTF-16 surrogate/);
   });
 });
