@@ -9,6 +9,11 @@ export interface Lease {
   readonly keys: LockKeys;
   readonly fence: number;
   ttl: number;
+  /**
+   * How long the lease ran when last granted, renewed or cut short (ms): `validFor` at the grant (a handed-over
+   * lease gets only the waiter's lease), then `ttl`. Whether a renewal is overdue is judged against a third of it.
+   */
+  period: number;
   deadline: number;
   /** When the watchdog should renew next (monotonic ms). */
   renewAt: number;
@@ -36,6 +41,7 @@ export function newLease(keys: LockKeys, fence: number, ttl: number, sentAt: num
     keys,
     fence,
     ttl,
+    period: validFor,
     deadline: leaseEnd(sentAt, validFor),
     renewAt: sentAt + renewIntervalFor(validFor),
     renewalInFlight: false,
@@ -49,7 +55,11 @@ export function newLease(keys: LockKeys, fence: number, ttl: number, sentAt: num
  * has left brings the deadline down at once: even if its answer never comes, the key may expire then.
  */
 export function expiryCallSent(lease: Lease, ttl: number, sentAt: number): number {
-  lease.deadline = Math.min(lease.deadline, leaseEnd(sentAt, ttl));
+  const end = leaseEnd(sentAt, ttl);
+  if (end < lease.deadline) {
+    lease.deadline = end;
+    lease.period = ttl;
+  }
   return ++lease.expiryCalls;
 }
 
@@ -61,6 +71,7 @@ export function expiryCallSent(lease: Lease, ttl: number, sentAt: number): numbe
 export function renewLease(lease: Lease, ttl: number, sentAt: number, call: number): void {
   if (call !== lease.expiryCalls) return;
   lease.ttl = ttl;
+  lease.period = ttl;
   lease.deadline = leaseEnd(sentAt, ttl);
   lease.renewAt = sentAt + renewIntervalFor(ttl);
 }

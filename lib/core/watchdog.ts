@@ -105,7 +105,9 @@ export class Watchdog {
         leases++;
         const margin = lease.deadline - now;
         tightestMarginMs = Math.min(tightestMarginMs ?? Infinity, margin);
-        if (margin < renewIntervalFor(lease.ttl)) lagging++;
+        // Against the lease's own period: a handed-over lease starts with only the waiter's lease left (3 s by default,
+        // against a ttl of 30 s), which is on schedule, not a third of the ttl behind it.
+        if (margin < renewIntervalFor(lease.period)) lagging++;
       }
     }
     const failure = this.lastFailure;

@@ -253,6 +253,32 @@ describe('LockHealthIndicator', () => {
     await lock.release();
   });
 
+  it('stays up through an ordinary handover: a handed-over lease starts with the waiter lease left, which is on schedule', async () => {
+    // Defaults: ttl 30 s (renewed every 10 s), waiterLease 3 s, so a handed-over lease starts with under 3 s left.
+    const { indicator, locks } = await start();
+    const other = new LockService({ redis: redis.url, keyPrefix: 'health:' });
+    try {
+      const held = await other.acquire('handed');
+      let waited = true;
+      const waiting = locks.acquire('handed').finally(() => (waited = !held.isHeld()));
+      await sleep(300);
+      expect(await held.release()).toBe(true);
+      const lock = await waiting;
+      expect(waited).toBe(true); // it queued behind `other` and was handed the lock
+      // Before: down ("watchdog is not keeping up", least left ~2,900 ms) until the first renewal, about 1 s later.
+      const checks = [];
+      for (let i = 0; i < 5; i++) {
+        checks.push((await indicator.isHealthy('lock')).lock);
+        await sleep(100);
+      }
+      for (const check of checks) expect(check).toMatchObject({ status: 'up', leases: 1, laggingLeases: 0 });
+      expect(lock.isHeld()).toBe(true);
+      await lock.release();
+    } finally {
+      await other.close();
+    }
+  });
+
   it('is down after a renewal failed, until one succeeds again', async () => {
     proxy = await TcpProxy.start(redis.port);
     const { indicator, locks } = await start({ redis: proxy.url, ttl: 3_000, commandTimeout: 300 });

@@ -73,7 +73,7 @@ describe('DistributedLockModule', () => {
     expect(() => DistributedLockModule.forRootAsync({})).toThrow(where);
     expect(() => DistributedLockModule.forRootAsync({ useFactroy: () => ({}) } as never)).toThrow(/useFactroy.*did you mean useFactory/);
     expect(() => DistributedLockModule.forRootAsync({ useFactory: { redis: 'redis://x' } } as never)).toThrow(/useFactory.*expected a function/);
-    expect(() => DistributedLockModule.forRootAsync({ useFactory: () => ({}), useExisting: 'X' })).toThrow(/got useFactory and useExisting/);
+    expect(() => DistributedLockModule.forRootAsync({ useFactory: () => ({}), useExisting: 'X' as never })).toThrow(/got useFactory and useExisting/);
     expect(() => DistributedLockModule.forRootAsync({ useFactory: () => ({}), inject: 'ConfigService' as never })).toThrow(
       /inject.*expected an array/,
     );
