@@ -5,6 +5,7 @@ import { ConnectionState } from './connection-state';
 import type { Redis } from 'ioredis';
 import { withDeadline } from '../time/deadline';
 import { warnIfEvicting } from './eviction-warning';
+import { isSentinelInfo, sentinelAtStartup } from './sentinel-misdirection';
 import {
   RedisConnection,
   closeConnection,
@@ -75,9 +76,20 @@ class RedisBackend implements LockBackend {
     // A client of the user's made with lazyConnect connects on its first command; startup is that moment.
     if (client.status === 'wait') client.connect().catch(() => undefined);
     if (!(await waitUntilReady(client, startupTimeout))) throw this.connectionState.notReachableAtStartup(startupTimeout);
+    if (!isClusterClient(client)) await this.refuseSentinel(client, commandTimeout);
     // A Cluster: know how handovers travel before the first release (bounded; on failure, asked again later).
     if (this.route.mode === undefined) await this.route.detect();
     void this.warnIfEvicting();
+  }
+
+  /**
+   * A Sentinel answers PING, INFO and SUBSCRIBE like a primary, so a service given a Sentinel's address started and
+   * then failed every lock call. Its INFO says so: asked once at startup, bounded; a server that does not answer it
+   * in time or refuses it (an ACL user without INFO) is taken as it is, and the lock calls will tell.
+   */
+  private async refuseSentinel(client: Redis, commandTimeout: number): Promise<void> {
+    const info = await withDeadline(client.info('server'), commandTimeout, () => new Error('no answer')).catch(() => undefined);
+    if (info !== undefined && isSentinelInfo(info)) throw sentinelAtStartup(this.connectionState.target);
   }
 
   /** Every server holding locks (a Cluster's masters), asked once after startup without holding it up (eviction-warning.ts). */

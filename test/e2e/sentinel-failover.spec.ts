@@ -7,7 +7,9 @@
  * Each case first proves its fault: the old master's pid is gone and the Sentinels name another
  * master.
  */
+import { HealthIndicatorService } from '@nestjs/terminus';
 import { LockConnectionError, LockService } from '../../lib';
+import { LockHealthIndicator } from '../../lib/terminus';
 import { checkHistory, Section } from '../harness/history';
 import { SentinelGroup } from '../harness/sentinel-group';
 import { LockContenders } from './workers/support/lock-contenders';
@@ -28,10 +30,17 @@ const RESUME_AFTER_FAILOVER_MS = 3_000;
 describe('T6 Sentinel failover', () => {
   const t6 = sentinelSuite({ keyPrefix: 't6:', commandTimeout: COMMAND_TIMEOUT, shutdownTimeout: 1_000 });
 
-  it("(a) redis pointing at a Sentinel's port: every lock call fails with a LockConnectionError that says it reached a Sentinel and how to configure ioredis", async () => {
+  it("(a) redis pointing at a Sentinel's port: startup, every lock call and the health check fail with a LockConnectionError that says it reached a Sentinel and how to configure ioredis", async () => {
     t6.group = await SentinelGroup.start({ replicas: 1 });
     const sentinel = t6.group.sentinels[0];
-    const misdirected = await t6.makeService({ redis: sentinel.url });
+    // requireRedisAtStartup (the default): refused at startup. Before, it started (a Sentinel answers PING).
+    const startup = t6.makeService({ redis: sentinel.url });
+    await expect(startup).rejects.toThrow(LockConnectionError);
+    await expect(startup).rejects.toThrow(/is a Redis Sentinel \(INFO server: redis_mode:sentinel\), not a primary.*sentinels: \[\{ host: '/);
+    const misdirected = await t6.makeService({ redis: sentinel.url, requireRedisAtStartup: false });
+    const health = await new LockHealthIndicator(misdirected, new HealthIndicatorService()).isHealthy('lock');
+    // Before: "ERR unknown command 'set' ... Check that Redis is reachable".
+    expect(health.lock).toMatchObject({ status: 'down', message: expect.stringMatching(/reached a Sentinel, not a primary/) as unknown });
 
     const results = [
       await timed(t6.calls.track('acquire', misdirected.acquire('a:key'))),
