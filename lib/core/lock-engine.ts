@@ -71,7 +71,7 @@ export class LockEngine implements LockRuntime {
 
   constructor(options: DistributedLockModuleOptions, makeBackend: LockBackendFactory) {
     this.settings = resolveModuleOptions(options);
-    // Every waiter listens for shutdown; hundreds of concurrent waiters are normal, not a leak.
+    // Several parts listen for shutdown (the waiters share one listener, time/on-abort.ts); none is a leak.
     setMaxListeners(0, this.shutdown.signal);
     const { settings, serviceId, logger } = this;
     this.backend = makeBackend({ options, settings, serviceId, logger, shutdown: this.shutdown.signal });
@@ -84,6 +84,7 @@ export class LockEngine implements LockRuntime {
       confirmsHandovers: this.backend.confirmsHandovers,
       waiterLease: settings.waiterLease,
       shutdown: this.shutdown.signal,
+      heldInProcess: (keys) => this.heldInProcess(keys),
     };
   }
 
@@ -348,6 +349,24 @@ export class LockEngine implements LockRuntime {
 
   forget(lock: Lock): void {
     this.drain.forget(lock);
+  }
+
+  /**
+   * Reentrancy is per LockService and per async context (lock-context.ts): a nested call made after a bare
+   * acquire(), or under another LockService's lock on the same Redis (two lock modules), waits for its own
+   * caller until waitTimeout. When a lock of this process holds the key, the timeout says so, instead of
+   * blaming another owner.
+   */
+  private heldInProcess(keys: LockKeys): string | undefined {
+    const found = this.drain.heldInProcess(keys.lock);
+    if (!found) return undefined;
+    const by = found.ownService ? 'this LockService' : 'another LockService of this process (another lock module, same Redis and keyPrefix)';
+    return (
+      `It is held by ${by}, taken ${Math.round(monotonicNow() - found.lock.acquiredAt)} ms ago outside this call's async context. ` +
+      `If this call runs under that hold (after a bare acquire(), or inside another LockService's lock), it waited for itself: ` +
+      `nested calls are reentrant only inside withLock() or @Locked of the same LockService, so take the outer lock with ` +
+      `withLock()${found.ownService ? '' : ' and use one lock module'}. Otherwise another caller of this process held it the whole wait`
+    );
   }
 
   private countFailure(error: unknown, name: string, tally: AcquireTally): void {

@@ -9,6 +9,12 @@ import type { Lock } from './lock';
  * increments per acquisition, no promise.
  */
 export class ShutdownDrain {
+  /**
+   * The drains of this process that hold at least one lock (every LockService's), for one question asked only
+   * when a wait times out: does this process hold the key itself (`heldInProcess`)? One add and one delete per
+   * held period of a service, nothing per lock.
+   */
+  private static readonly holding = new Set<ShutdownDrain>();
   private readonly locks = new Set<Lock>();
   private acquiring = 0;
   private readonly idleWait = new IdleWait();
@@ -19,12 +25,28 @@ export class ShutdownDrain {
   }
 
   hold(lock: Lock): void {
+    if (this.locks.size === 0) ShutdownDrain.holding.add(this);
     this.locks.add(lock);
   }
 
   /** The lock ended (released or lost). */
   forget(lock: Lock): void {
-    if (this.locks.delete(lock)) this.checkIdle();
+    if (!this.locks.delete(lock)) return;
+    if (this.locks.size === 0) ShutdownDrain.holding.delete(this);
+    this.checkIdle();
+  }
+
+  /**
+   * A lock of this process holding the Redis lock `lockName` (the key under its prefix), and whether this drain's
+   * own service holds it: O(held locks), asked only when a wait timed out.
+   */
+  heldInProcess(lockName: string): { lock: Lock; ownService: boolean } | undefined {
+    for (const drain of ShutdownDrain.holding) {
+      for (const lock of drain.locks) {
+        if (lock.leases.some((lease) => lease.keys.lock === lockName)) return { lock, ownService: drain === this };
+      }
+    }
+    return undefined;
   }
 
   /** An acquisition began; `acquisitionSettled()` follows once it holds its lock or gave back all it got. */

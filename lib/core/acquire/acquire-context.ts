@@ -10,6 +10,8 @@ export interface AcquireContext {
   waiterLease: number;
   /** Aborts when the service shuts down: every waiter stops at once. */
   shutdown: AbortSignal;
+  /** Why a wait that timed out may have waited for its own caller (a lock of this process holds the key), or undefined. */
+  heldInProcess(keys: LockKeys): string | undefined;
 }
 
 /** What one acquisition did, for its metrics and span (lib/observability): filled in as it goes. */

@@ -45,7 +45,7 @@ export async function waitForTurn(
       let retryNow = dropStaleHandover(listener, lastBusyFence);
       if (!listener.handover && !retryNow) {
         const remaining = waitUntil - monotonicNow();
-        if (remaining <= 0) throw new LockTimeoutError(keys.key, monotonicNow() - started, attempts);
+        if (remaining <= 0) throw new LockTimeoutError(keys.key, monotonicNow() - started, attempts, ctx.heldInProcess(keys));
         // The service subscribes once, at its first wait (uncontended acquires stay one round trip).
         // If that happened only after our attempt was sent, a release in between went unheard: retry now.
         retryNow = !subscribedAtSend && (await ctx.wakeChannel.ensureSubscribed(keys.lock));
