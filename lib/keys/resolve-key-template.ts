@@ -35,7 +35,17 @@ function valueAt(placeholder: KeyPlaceholder, args: readonly unknown[], where: s
           `which has no property "${name}". The method was not run.`,
       );
     }
-    value = (value as Record<string, unknown>)[name];
+    try {
+      value = (value as Record<string, unknown>)[name];
+    } catch (error) {
+      // A getter (or Proxy) that throws is a key that cannot be built, like a missing property: a LockKeyError
+      // (400 over HTTP), not the getter's own error escaping as a 500.
+      throw new LockKeyError(
+        `${where}: placeholder ${placeholder.source} cannot be resolved: reading "${name}" of ${walked}> threw ` +
+          `${error instanceof Error ? `${error.name}: ${error.message}` : describeValue(error)}. The method was not run.`,
+        { cause: error },
+      );
+    }
     walked += `.${name}`;
   }
   return value;

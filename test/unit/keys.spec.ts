@@ -103,6 +103,19 @@ describe('value errors at call time (LockKeyError naming the placeholder and the
     ['undefined on the path', 'seat:<0.a.b>', [{}], /<0.a.b> cannot be resolved: <0.a> is undefined/],
     ['null argument with a path', 'seat:<0.id>', [null], /<0.id> cannot be resolved: <0> is null/],
     ['Date object', 'seat:<0>', [new Date(0)], /an object \(Date\)/],
+    // Was the getter's own Error, a 500 over HTTP.
+    [
+      'a getter on the path that throws',
+      'seat:<0.user.id>',
+      [
+        {
+          get user(): unknown {
+            throw new TypeError('session expired');
+          },
+        },
+      ],
+      /<0.user.id> cannot be resolved: reading "user" of <0> threw TypeError: session expired/,
+    ],
   ])('%s', (_name, template, args, message) => {
     const call = () => resolve(template, args);
     expect(call).toThrow(LockKeyError);
