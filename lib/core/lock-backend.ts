@@ -14,6 +14,11 @@ export interface LockBackend {
   readonly wakeChannel: HandoverChannel;
   /** A handed-over lock counts only once `store.confirmHandover` confirmed it (Redis `replicaAcks`). */
   readonly confirmsHandovers: boolean;
+  /**
+   * Where the locks live, as text two services of one process compare to tell whether they share locks (the
+   * timeout's "held by another LockService of this process"); undefined: shared with no other service.
+   */
+  readonly location?: string;
   /** Waits (bounded) until the backend can serve, so the first lock does not fail on a handshake in progress. */
   ready(): Promise<void>;
   /** Called once, after shutdown drained: closes the wake channel and whatever the backend opened. */

@@ -76,6 +76,7 @@ export class LockEngine implements LockRuntime {
     const { settings, serviceId, logger } = this;
     this.backend = makeBackend({ options, settings, serviceId, logger, shutdown: this.shutdown.signal });
     this.store = this.backend.store;
+    this.drain.location = this.backend.location;
     this.wakeChannel = this.backend.wakeChannel;
     this.watchdog = new Watchdog(this.store, this.logger, this.stats, this.metrics);
     this.acquireContext = {
@@ -360,7 +361,7 @@ export class LockEngine implements LockRuntime {
   private heldInProcess(keys: LockKeys): string | undefined {
     const found = this.drain.heldInProcess(keys.lock);
     if (!found) return undefined;
-    const by = found.ownService ? 'this LockService' : 'another LockService of this process (another lock module, same Redis and keyPrefix)';
+    const by = found.ownService ? 'this LockService' : `another LockService of this process (another lock module on ${this.backend.location})`;
     return (
       `It is held by ${by}, taken ${Math.round(monotonicNow() - found.lock.acquiredAt)} ms ago outside this call's async context. ` +
       `If this call runs under that hold (after a bare acquire(), or inside another LockService's lock), it waited for itself: ` +
@@ -392,6 +393,7 @@ export class LockEngine implements LockRuntime {
     const drained = await this.drain.untilIdle(shutdownTimeout);
     this.closed = true;
     if (!drained) this.leaveToLapse();
+    this.drain.retire();
     this.watchdog.stop();
     await this.backend.close();
   }

@@ -16,6 +16,8 @@ export class ShutdownDrain {
    */
   private static readonly holding = new Set<ShutdownDrain>();
   private readonly locks = new Set<Lock>();
+  /** Where this drain's service keeps its locks (LockBackend.location): another service matches only the same place. */
+  location?: string;
   private acquiring = 0;
   private readonly idleWait = new IdleWait();
 
@@ -42,11 +44,18 @@ export class ShutdownDrain {
    */
   heldInProcess(lockName: string): { lock: Lock; ownService: boolean } | undefined {
     for (const drain of ShutdownDrain.holding) {
+      const ownService = drain === this;
+      if (!ownService && (drain.location === undefined || drain.location !== this.location)) continue;
       for (const lock of drain.locks) {
-        if (lock.leases.some((lease) => lease.keys.lock === lockName)) return { lock, ownService: drain === this };
+        if (lock.isHeld() && lock.leases.some((lease) => lease.keys.lock === lockName)) return { lock, ownService };
       }
     }
     return undefined;
+  }
+
+  /** The service closed: its locks are released, or left to lapse (past shutdownTimeout), and never asked about again. */
+  retire(): void {
+    ShutdownDrain.holding.delete(this);
   }
 
   /** An acquisition began; `acquisitionSettled()` follows once it holds its lock or gave back all it got. */

@@ -18,7 +18,8 @@ export function assertForRootAsyncOptions(moduleName: string, options: unknown):
   assertOptionsObject(where, options);
   assertKnownKeys(where, options, FOR_ROOT_ASYNC_KEYS);
   const o = options as Record<(typeof FOR_ROOT_ASYNC_KEYS)[number], unknown>;
-  const providers = (['useFactory', 'useClass', 'useExisting'] as const).filter((key) => o[key] !== undefined);
+  // Given means set to something, as Nest reads them (`useFactory: null` beside a useClass is not a second provider).
+  const providers = (['useFactory', 'useClass', 'useExisting'] as const).filter((key) => o[key] !== undefined && o[key] !== null);
   if (providers.length !== 1) {
     throw new LockOptionsError(
       where,
@@ -26,7 +27,7 @@ export function assertForRootAsyncOptions(moduleName: string, options: unknown):
     );
   }
   for (const key of ['useFactory', 'useClass'] as const) {
-    if (o[key] !== undefined && typeof o[key] !== 'function') {
+    if (o[key] !== undefined && o[key] !== null && typeof o[key] !== 'function') {
       throw new LockOptionsError(`${where}.${key}`, `expected a ${key === 'useFactory' ? 'function' : 'class'}, got ${describeValue(o[key])}.`);
     }
   }

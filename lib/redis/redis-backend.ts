@@ -36,6 +36,11 @@ class RedisBackend implements LockBackend {
   private readonly connectionState: ConnectionState;
   private readonly route: WakeRoute;
 
+  get location(): string {
+    const db = (this.connection.client.options as { db?: number }).db;
+    return db ? `${this.connectionState.target} db ${db}` : this.connectionState.target;
+  }
+
   constructor(private readonly context: LockBackendContext) {
     const { options, settings, serviceId, logger, shutdown } = context;
     assertRedisOption(options, settings, 'required');

@@ -22,8 +22,18 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
       'abort',
       () => {
         callbacksOf.delete(signal);
-        // A callback may stop listening for another one (deleting from a Set while iterating it is defined).
-        for (const call of set) call();
+        // A callback may stop listening for another one (deleting from a Set while iterating it is defined). One
+        // that throws does not keep the rest from running: its error is reported as an uncaught exception, as
+        // EventTarget reports a listener's.
+        for (const call of set) {
+          try {
+            call();
+          } catch (error) {
+            queueMicrotask(() => {
+              throw error;
+            });
+          }
+        }
         set.clear();
       },
       { once: true },

@@ -80,6 +80,13 @@ describe('DistributedLockModule', () => {
     // Before: taken, and the module made global.
     expect(() => DistributedLockModule.forRootAsync({ useFactory: () => ({}), isGlobal: 'yes' as never })).toThrow(/isGlobal.*expected a boolean/);
     expect(DistributedLockModule.forRootAsync({ useFactory: () => ({}), isGlobal: false }).global).toBe(false);
+    // Nest reads a null provider as not given: a useClass beside `useFactory: null` is the one provider.
+    class LockOptionsFactory {
+      create() {
+        return { redis: 'redis://127.0.0.1:6379' };
+      }
+    }
+    expect(() => DistributedLockModule.forRootAsync({ useFactory: null as never, useClass: LockOptionsFactory })).not.toThrow();
     // The testing module stands in for it, so it refuses the same.
     expect(() => DistributedLockTestingModule.forRootAsync({})).toThrow(/DistributedLockTestingModule\.forRootAsync\(options\)".*got none/);
   });

@@ -4,6 +4,7 @@
  */
 import 'reflect-metadata';
 import fc from 'fast-check';
+import { ForbiddenException } from '@nestjs/common';
 import { LockKeyError, LockOptionsError, Locked, lockKey } from '../../lib';
 import { compileKeySource } from '../../lib/keys/key-source';
 import { parsedTemplates } from '../../lib/keys/lock-key';
@@ -121,6 +122,16 @@ describe('value errors at call time (LockKeyError naming the placeholder and the
     expect(call).toThrow(LockKeyError);
     expect(call).toThrow(message);
     expect(call).toThrow(/The method was not run/);
+  });
+
+  it('passes on an HTTP exception a getter on the path throws (its own answer, e.g. 403), as it is', () => {
+    const forbidden = new ForbiddenException('not a member of any tenant');
+    const caller = {
+      get tenantId(): string {
+        throw forbidden;
+      },
+    };
+    expect(() => resolve('billing:<0.tenantId>', [caller])).toThrow(forbidden);
   });
 
   it('rejects (never hashes or truncates) a key over 1024 UTF-8 bytes, naming the template', () => {

@@ -19,6 +19,10 @@ export class RedlockBackend implements LockBackend {
   readonly wakeChannel: RedlockWakeChannel;
   readonly confirmsHandovers = false;
   private readonly nodes: RedlockNode[];
+
+  get location(): string {
+    return `Redlock (${this.nodes.map((n) => n.target).join(', ')})`;
+  }
   private readonly nodeRecoveryDelay: number;
 
   constructor(private readonly context: LockBackendContext) {
