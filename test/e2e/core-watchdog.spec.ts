@@ -240,4 +240,24 @@ describe('watchdog renewals seen from Redis', () => {
     expect(viaWatchdog.signal.reason).toBe(lost[0]);
     await client.del('wd:{c}');
   });
+  // A mutation review removed the watchdog's "not ours" loss and only a reason label failed: the loss was still
+  // declared, at the lease's deadline. A renewal that finds the key taken must end the hold at that tick.
+  it('a renewal that finds the key taken by another owner ends the hold at that tick, reason not-owner, not at the deadline', async () => {
+    const ttl = 6_000; // renewed every 2,000 ms; the deadline is about 5,940 ms after the acquire was sent
+    const service = await makeService({ ttl });
+    const held = await service.acquire('taken');
+    const lost = new Promise<{ at: number; reason: unknown }>((resolve) =>
+      held.signal.addEventListener('abort', () => resolve({ at: performance.now(), reason: held.signal.reason as unknown })),
+    );
+    // The fault: the key is taken from under the holder (an operator's DEL, an eviction) and another owner sets it.
+    await client.set('wd:{taken}', 'someone-else.3000.x', 'PX', 10_000);
+    const takenAt = performance.now();
+    const { at, reason } = await lost;
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).reason).toBe('not-owner');
+    // At the next renewal (≤ 2,000 ms away, plus its round trip), not at the deadline (~5,940 ms).
+    expect(at - takenAt).toBeLessThan(3_500);
+    expect(await client.get('wd:{taken}')).toBe('someone-else.3000.x'); // the other owner's key is untouched
+    await client.del('wd:{taken}');
+  });
 });
