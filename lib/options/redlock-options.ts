@@ -124,3 +124,18 @@ function normalize(host: string | undefined, port: number | undefined): string {
   if (h === 'localhost' || h === '::1') h = '127.0.0.1';
   return `${h}:${port ?? 6379}`;
 }
+
+/**
+ * In Redlock mode a node restarted without its data votes again after nodeRecoveryDelay, which is safe only if
+ * every lease is at most that long: a longer ttl (acquire, extend) or minHold is refused before anything is sent.
+ * The testing module applies it too, so a test passes only with leases production takes.
+ */
+export function assertWithinRecoveryDelay(option: string, ttl: number, nodeRecoveryDelay: number): void {
+  if (nodeRecoveryDelay > 0 && ttl > nodeRecoveryDelay) {
+    throw new LockOptionsError(
+      option,
+      `${ttl} ms is longer than nodeRecoveryDelay (${nodeRecoveryDelay} ms): in Redlock mode a node restarted without its data votes again ` +
+        `after nodeRecoveryDelay, which is safe only if every lease is at most that long. Raise nodeRecoveryDelay or lower the ${option === 'minHold' ? 'minHold' : 'ttl'}.`,
+    );
+  }
+}

@@ -9,11 +9,12 @@ export function memoryBackend(space: MemoryLockSpace): LockBackendFactory {
   return ({ options, settings, serviceId }) => {
     // redis and nodes name nothing here, but are refused as the Redis backends refuse them: a test
     // must not pass with options that fail production's startup.
-    if (options.nodes !== undefined) resolveRedlockSettings(options, settings);
-    else assertRedisOption(options, settings, 'optional');
+    // With `nodes`, leases longer than nodeRecoveryDelay are refused per call too, as RedlockStore refuses them.
+    const leaseLimit = options.nodes !== undefined ? resolveRedlockSettings(options, settings).nodeRecoveryDelay : 0;
+    if (options.nodes === undefined) assertRedisOption(options, settings, 'optional');
     const wakeChannel = space.subscribe(serviceId);
     return {
-      store: new MemoryLockStore(space, settings.waiterLease),
+      store: new MemoryLockStore(space, settings.waiterLease, leaseLimit),
       wakeChannel,
       // No replicas: replicaAcks has nothing to wait for.
       confirmsHandovers: false,

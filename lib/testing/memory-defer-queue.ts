@@ -172,7 +172,8 @@ export class MemoryDeferQueue implements DeferJobQueue {
     const { settings, metrics, logger } = this.context;
     job.attemptsMade++;
     job.failedReason = error.message;
-    if (job.attemptsMade < settings.attempts) {
+    // BullMQ fails a job for good, whatever attempts are left, when its error is named UnrecoverableError (final-failure.ts).
+    if (error.name !== 'UnrecoverableError' && job.attemptsMade < settings.attempts) {
       metrics.deferred(deferredMetricName(job.method), 'retried');
       return this.delay(job, settings.backoff * 2 ** (job.attemptsMade - 1));
     }

@@ -3,6 +3,7 @@ import type { AcquireReply, LockKeys, LockStore, ReleaseOutcome, RenewRequest } 
 import type { StoreProbe } from '../core/store-probe';
 import type { MemoryKeyState } from './memory-key-state';
 import type { MemoryLockSpace } from './memory-lock-space';
+import { assertWithinRecoveryDelay } from '../options/redlock-options';
 
 /** Free, but promised to a live waiter ahead (the busy reply's holder ttl, as on Redis). */
 const PROMISED_TO_WAITER_AHEAD = -1;
@@ -16,7 +17,15 @@ export class MemoryLockStore implements LockStore {
   constructor(
     private readonly space: MemoryLockSpace,
     private readonly waiterLease: number,
+    /** Standing in for Redlock (`nodes` given): its nodeRecoveryDelay, the longest lease production takes (0: none). */
+    private readonly leaseLimit = 0,
   ) {}
+
+  /** As RedlockStore: a ttl or minHold production would refuse fails the test too. */
+  assertLeaseOptions(options: { readonly ttl: number; readonly minHold: number }): void {
+    assertWithinRecoveryDelay('ttl', options.ttl, this.leaseLimit);
+    assertWithinRecoveryDelay('minHold', options.minHold, this.leaseLimit);
+  }
 
   keysFor(key: string): LockKeys {
     return { key, lock: key, fence: key };
@@ -76,10 +85,12 @@ export class MemoryLockStore implements LockStore {
   }
 
   extend(keys: LockKeys, token: string, ttl: number): Promise<boolean> {
+    assertWithinRecoveryDelay('extend ttl', ttl, this.leaseLimit);
     return Promise.resolve(this.renew(keys, token, ttl));
   }
 
   shorten(keys: LockKeys, token: string, ttl: number): Promise<boolean> {
+    assertWithinRecoveryDelay('minHold', ttl, this.leaseLimit);
     return Promise.resolve(this.renew(keys, token, ttl));
   }
 

@@ -7,6 +7,7 @@
 import 'reflect-metadata';
 import { Inject, Injectable, INestApplicationContext, Logger, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import { UnrecoverableError } from 'bullmq';
 import {
   currentLock,
   Deferred,
@@ -54,6 +55,13 @@ class Mailer {
       throw new Error('not yet');
     }
     return text;
+  }
+
+  /** Fails for good on its first run, as BullMQ reads an error named UnrecoverableError. */
+  @Locked('mail:<0>', { onBusy: 'defer' })
+  async charge(id: string): Promise<string | Deferred> {
+    seen.calls.push(`charge ${id}`);
+    throw new UnrecoverableError(`card ${id} declined for good`);
   }
 
   /** Runs (or is deferred) while its caller holds 'outer': a job must not count the caller's locks as its own. */
@@ -169,6 +177,18 @@ describe('onBusy defer in DistributedLockTestingModule', () => {
     expect(errors.mock.calls.map(([message]) => String(message))).toEqual([
       expect.stringMatching(/Mailer\.send \(job 2\) failed for good: TypeError: boom 2/),
     ]);
+    errors.mockRestore();
+  });
+
+  // A review ran the same method on BullMQ (1 run) and here (3 runs): the testing module retried it.
+  it('a run that throws UnrecoverableError fails the job for good at once, whatever attempts are left, as on BullMQ', async () => {
+    const { mailer, testing } = await start({ defer: { attempts: 3, backoff: 20 } });
+    const errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    testing.hold('mail:9', { ttl: 50 });
+    await mailer.charge('9');
+    const [job] = await testing.deferredJobsSettled();
+    expect(job).toMatchObject({ state: 'failed', attemptsMade: 1, failedReason: 'UnrecoverableError: card 9 declined for good' });
+    expect(seen.calls).toEqual(['charge 9']);
     errors.mockRestore();
   });
 

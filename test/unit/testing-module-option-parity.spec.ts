@@ -9,7 +9,7 @@ import { DynamicModule, Injectable, Module, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import Redis, { Cluster } from 'ioredis';
 import { Deferred, DistributedLockError, DistributedLockModule, DistributedLockModuleOptions, Locked, LockOptionsError } from '../../lib';
-import { DistributedLockTestingModule } from '../../lib/testing';
+import { DistributedLockTestingModule, LockTestingController } from '../../lib/testing';
 
 const three = ['redis://10.0.0.1:6379', 'redis://10.0.0.2:6379', 'redis://10.0.0.3:6379'];
 
@@ -110,5 +110,29 @@ describe('the testing module refuses the options production refuses, with the sa
     expect(await startupError(() => DistributedLockTestingModule.forRoot({ nodes: three, nodeRecoveryDelay: 0 }))).toBe('started');
     expect(await startupError(() => DistributedLockTestingModule.forRoot({}))).toBe('started');
     expect(lazy.status).toBe('wait');
+  });
+
+  // Per call, not only at startup: a review found a @Locked ttl, a minHold and an extend() longer than
+  // nodeRecoveryDelay passing every test on the testing module, while production's RedlockStore refuses all three.
+  it('with nodes, refuses per call a ttl, minHold or extend() longer than nodeRecoveryDelay, as Redlock does', async () => {
+    const testing = new LockTestingController();
+    const locks = testing.createService({ nodes: three, ttl: 5_000 }); // nodeRecoveryDelay defaults to the ttl
+    try {
+      await expect(locks.acquire('lease', { ttl: 60_000 })).rejects.toThrow(
+        /Invalid option "ttl": 60000 ms is longer than nodeRecoveryDelay \(5000 ms\)/,
+      );
+      await expect(locks.withLock('lease', () => 'ran', { minHold: 20_000 })).rejects.toThrow(
+        /Invalid option "minHold": 20000 ms is longer than nodeRecoveryDelay/,
+      );
+      const lock = await locks.acquire('lease');
+      await expect(lock.extend(60_000)).rejects.toThrow(/Invalid option "extend ttl": 60000 ms is longer than nodeRecoveryDelay/);
+      await lock.release();
+      // Without nodes nothing limits a lease, as on a single Redis.
+      const single = testing.createService({ ttl: 5_000 });
+      await (await single.acquire('lease', { ttl: 60_000 })).release();
+      await single.close();
+    } finally {
+      await locks.close();
+    }
   });
 });

@@ -1,7 +1,7 @@
 import type { AcquireReply, LockStore, ReleaseOutcome, RenewRequest } from '../../core/lock-store';
 import { DistributedLockError } from '../../errors/distributed-lock.error';
 import { LockConnectionError } from '../../errors/lock-connection.error';
-import { LockOptionsError } from '../../errors/lock-options.error';
+import { assertWithinRecoveryDelay } from '../../options/redlock-options';
 import { LockRedisKeys, lockRedisKeys, waiterChannelPrefix } from '../lock-redis-keys';
 import type { CommandArg } from '../lua-script';
 import { askAll, count, firstFailure, indexesOf, LateVotes, quorumOf, Vote } from './quorum';
@@ -464,14 +464,7 @@ export class RedlockStore implements LockStore {
    * lease is longer: a longer ttl is refused rather than silently unprotected.
    */
   private assertTtl(option: string, ttl: number): void {
-    const limit = this.settings.nodeRecoveryDelay;
-    if (limit > 0 && ttl > limit) {
-      throw new LockOptionsError(
-        option,
-        `${ttl} ms is longer than nodeRecoveryDelay (${limit} ms): in Redlock mode a node restarted without its data votes again ` +
-          `after nodeRecoveryDelay, which is safe only if every lease is at most that long. Raise nodeRecoveryDelay or lower the ${option === 'minHold' ? 'minHold' : 'ttl'}.`,
-      );
-    }
+    assertWithinRecoveryDelay(option, ttl, this.settings.nodeRecoveryDelay);
   }
 
   private handoverArgs(keys: LockRedisKeys, token: string): CommandArg[] {
