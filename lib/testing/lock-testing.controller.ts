@@ -1,4 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { DISTRIBUTED_LOCK_OPTIONS } from '../distributed-lock.module-definition';
+import { LockKeyError } from '../errors/lock-key.error';
+import { LOCK_DEFAULTS } from '../options/lock-defaults';
+import { resolveKeyPrefix } from '../options/key-prefix';
 import { monotonicNow } from '../time/clock';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { describeValue } from '../errors/describe-value';
@@ -10,7 +14,7 @@ import type { DeferQueueFactory } from '../defer/defer-job-queue';
 import type { DeferredJobSnapshot } from './deferred-job-snapshot';
 import { MemoryDeferQueue } from './memory-defer-queue';
 import { memoryBackend } from './memory-backend';
-import { MemoryLockSpace } from './memory-lock-space';
+import { MemoryLockSpace, memoryLockName } from './memory-lock-space';
 import type { DistributedLockTestingModuleOptions } from './distributed-lock-testing-module-options.interface';
 
 /** A key held by "someone else" (another instance of the service, say), made by `LockTestingController.hold`. */
@@ -27,11 +31,14 @@ let holds = 0;
  * The in-memory lock store of one `DistributedLockTestingModule`, and the levers a test needs that
  * real code never pulls: make a key busy (`hold`), make a held lock lost (`expire`), look inside
  * (`isLocked`, `waiting`, `deferredJobs`, `deferredJobsSettled`). Every LockService of the module (and each one `createService` makes)
- * shares these locks, as instances of a service share one Redis.
+ * shares these locks, as instances of a service share one Redis; as there, a service with another `keyPrefix` has
+ * other locks. The levers act under the module's `keyPrefix`.
  */
 @Injectable()
 export class LockTestingController {
   private readonly space = new MemoryLockSpace();
+  /** The module's keyPrefix (the default without a module): the namespace of hold, expire, isLocked and waiting. */
+  private readonly keyPrefix: string;
   /** @internal The backend of every LockService on these locks. */
   readonly backend = memoryBackend(this.space);
   /** The module's defer queue, made at its init when it has a `defer` option. */
@@ -41,6 +48,10 @@ export class LockTestingController {
     moduleName: 'DistributedLockTestingModule',
     create: (context) => (this.deferQueue = new MemoryDeferQueue(context)),
   };
+
+  constructor(@Optional() @Inject(DISTRIBUTED_LOCK_OPTIONS) options?: DistributedLockTestingModuleOptions) {
+    this.keyPrefix = resolveKeyPrefix(options?.keyPrefix ?? LOCK_DEFAULTS.keyPrefix);
+  }
 
   /**
    * A LockService on these locks, outside Nest (or a second "instance" of the application next to the
@@ -57,13 +68,13 @@ export class LockTestingController {
    * Throws if `key` is already held.
    */
   hold(key: string, options: { ttl?: number } = {}): HeldElsewhere {
-    const [k] = normalizeKeys(key);
+    const k = this.oneKey('hold', key);
     if (typeof options !== 'object' || options === null) {
       throw new DistributedLockError(`hold("${k}", options): expected { ttl? } or nothing, got ${describeValue(options)}.`);
     }
     const ttl = options.ttl === undefined ? MAX_TIMER_MS : assertTtl('hold(key, { ttl })', options.ttl);
     const now = monotonicNow();
-    const state = this.space.stateOf(k, now);
+    const state = this.space.stateOf(this.nameOf(k), now);
     if (state.holder) {
       throw new DistributedLockError(
         `hold("${k}"): the key is already held (by the application or an earlier hold()). Release or expire() it first.`,
@@ -82,21 +93,21 @@ export class LockTestingController {
    * `lock.signal` with `LockLostError`; its `release()` resolves false. Returns whether `key` was held.
    */
   expire(key: string): boolean {
-    const [k] = normalizeKeys(key);
+    const k = this.oneKey('expire', key);
     return this.takeAway(k, undefined);
   }
 
   /** Whether anyone (the application or a `hold`) holds `key` now. */
   isLocked(key: string): boolean {
-    const [k] = normalizeKeys(key);
-    return this.space.stateOf(k, monotonicNow()).holder !== undefined;
+    const k = this.oneKey('isLocked', key);
+    return this.space.stateOf(this.nameOf(k), monotonicNow()).holder !== undefined;
   }
 
   /** How many calls are queued for `key` (places not lapsed): lets a test wait until a waiter is in line. */
   waiting(key: string): number {
-    const [k] = normalizeKeys(key);
+    const k = this.oneKey('waiting', key);
     const now = monotonicNow();
-    const state = this.space.stateOf(k, now);
+    const state = this.space.stateOf(this.nameOf(k), now);
     return state.queue.filter((t) => state.placeUntil(t) > now).length;
   }
 
@@ -122,9 +133,22 @@ export class LockTestingController {
   /** Ends the hold of `token` (any holder when undefined) and passes the key on, as RELEASE_SCRIPT does. */
   private takeAway(key: string, token: string | undefined): boolean {
     const now = monotonicNow();
-    const state = this.space.stateOf(key, now);
+    const name = this.nameOf(key);
+    const state = this.space.stateOf(name, now);
     if (!state.holder || (token !== undefined && state.holder.token !== token)) return false;
-    if (this.space.grantNextWaiter(key, state, now) !== 'granted') state.holder = undefined;
+    if (this.space.grantNextWaiter(name, state, now) !== 'granted') state.holder = undefined;
     return true;
+  }
+
+  private nameOf(key: string): string {
+    return memoryLockName(this.keyPrefix, key);
+  }
+
+  /** One key, checked as LockService checks it: a list would be answered for its first key only (as LockService.isLocked refuses it). */
+  private oneKey(lever: string, key: unknown): string {
+    if (typeof key !== 'string') {
+      throw new LockKeyError(`${lever}(key): expected one key (a string), got ${describeValue(key)}. Call it once per key.`);
+    }
+    return normalizeKeys(key)[0];
   }
 }

@@ -14,10 +14,11 @@ export function memoryBackend(space: MemoryLockSpace): LockBackendFactory {
     if (options.nodes === undefined) assertRedisOption(options, settings, 'optional');
     const wakeChannel = space.subscribe(serviceId);
     return {
-      store: new MemoryLockStore(space, settings.waiterLease, leaseLimit),
+      store: new MemoryLockStore(space, settings.keyPrefix, settings.waiterLease, leaseLimit),
       wakeChannel,
       // No replicas: replicaAcks has nothing to wait for.
       confirmsHandovers: false,
+      location: space.location,
       ready: () => Promise.resolve(),
       close: () => wakeChannel.close(),
     };

@@ -5,6 +5,15 @@ import { MemoryWakeChannel } from './memory-wake-channel';
 /** A queued token is `<service id>.<ttl>.<random>` (lib/core/owner-token.ts): who to tell, and the lease it asked for. */
 const WAITER_TOKEN = /^([^.]+)\.(\d+)\./;
 
+let spaces = 0;
+
+/**
+ * The name of lock `key` under `keyPrefix`: services with different prefixes have separate locks, as on Redis
+ * (`prefix{key}`, lock-redis-keys.ts). A prefix has no `{` (resolveKeyPrefix), so the first `{` ends it and no two
+ * (prefix, key) pairs share a name.
+ */
+export const memoryLockName = (keyPrefix: string, key: string): string => `${keyPrefix}{${key}`;
+
 /**
  * The in-memory "server" every LockService of one testing module shares: each lock's state and each
  * service's wake channel. Its two rules are the Lua prelude's (lib/redis/scripts/lua-functions.ts):
@@ -15,6 +24,8 @@ const WAITER_TOKEN = /^([^.]+)\.(\d+)\./;
  * monotonic clock, and the engine's own timers wake its waiters as they do on Redis.
  */
 export class MemoryLockSpace {
+  /** Names this space in messages (LockBackend.location): services on one space share locks, as on one Redis. */
+  readonly location = `the in-memory locks #${++spaces} of a testing module`;
   private readonly states = new Map<string, MemoryKeyState>();
   private readonly channels = new Map<string, MemoryWakeChannel>();
 

@@ -2,7 +2,7 @@ import { monotonicNow } from '../time/clock';
 import type { AcquireReply, LockKeys, LockStore, ReleaseOutcome, RenewRequest } from '../core/lock-store';
 import type { StoreProbe } from '../core/store-probe';
 import type { MemoryKeyState } from './memory-key-state';
-import type { MemoryLockSpace } from './memory-lock-space';
+import { memoryLockName, type MemoryLockSpace } from './memory-lock-space';
 import { assertWithinRecoveryDelay } from '../options/redlock-options';
 
 /** Free, but promised to a live waiter ahead (the busy reply's holder ttl, as on Redis). */
@@ -11,11 +11,12 @@ const PROMISED_TO_WAITER_AHEAD = -1;
 /**
  * The LockStore of the testing module: each method does in one synchronous step what the Redis
  * store's Lua script of the same name does in one atomic call (lib/redis/scripts), with the same
- * replies, so the engine above it behaves exactly as on Redis. Keys are the user's keys as given.
+ * replies, so the engine above it behaves exactly as on Redis. Locks are named by key prefix and key (memoryLockName).
  */
 export class MemoryLockStore implements LockStore {
   constructor(
     private readonly space: MemoryLockSpace,
+    private readonly keyPrefix: string,
     private readonly waiterLease: number,
     /** Standing in for Redlock (`nodes` given): its nodeRecoveryDelay, the longest lease production takes (0: none). */
     private readonly leaseLimit = 0,
@@ -28,7 +29,8 @@ export class MemoryLockStore implements LockStore {
   }
 
   keysFor(key: string): LockKeys {
-    return { key, lock: key, fence: key };
+    const name = memoryLockName(this.keyPrefix, key);
+    return { key, lock: name, fence: name };
   }
 
   /** ACQUIRE_SCRIPT. */

@@ -137,7 +137,7 @@ describe('in-memory store parity with the Redis scripts', () => {
 
   function memorySide(tokens: string[]): Side {
     const space = new MemoryLockSpace();
-    const store = new MemoryLockStore(space, WAITER_LEASE);
+    const store = new MemoryLockStore(space, 'parity:', WAITER_LEASE);
     const side: Side = {
       store,
       keys: KEYS.map((k) => store.keysFor(k)),
@@ -148,7 +148,7 @@ describe('in-memory store parity with the Redis scripts', () => {
     };
     tokens.forEach((token, i) => {
       const channel = space.subscribe(`s${i}`);
-      KEYS.forEach((key, k) => channel.register(token, key, (handover) => side.heard.push({ token, key: k, fence: handover.fence })));
+      side.keys.forEach((keys, k) => channel.register(token, keys.lock, (handover) => side.heard.push({ token, key: k, fence: handover.fence })));
     });
     return side;
   }

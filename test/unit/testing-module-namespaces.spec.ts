@@ -1,0 +1,76 @@
+/**
+ * The testing module keeps locks apart by keyPrefix, as Redis does (a review found every service of a testing
+ * module sharing locks whatever its prefix: two components given different prefixes excluded each other in
+ * tests and not in production). Its levers act under the module's prefix and take one key, as LockService does.
+ */
+import 'reflect-metadata';
+import { Test } from '@nestjs/testing';
+import { LockKeyError, LockService, LockTimeoutError } from '../../lib';
+import { DistributedLockTestingModule, LockTestingController } from '../../lib/testing';
+
+describe('DistributedLockTestingModule: namespaces', () => {
+  it('services with different keyPrefixes have different locks; with the same prefix they share them', async () => {
+    const testing = new LockTestingController();
+    const apiA = testing.createService({ keyPrefix: 'app-a:' });
+    const apiB = testing.createService({ keyPrefix: 'app-b:' });
+    const otherA = testing.createService({ keyPrefix: 'app-a:' });
+    try {
+      const held = await apiA.acquire('k');
+      const b = await apiB.tryAcquire('k');
+      expect(b).not.toBeNull(); // before: null, the key seen as held by app-a's lock
+      expect(await otherA.tryAcquire('k')).toBeNull();
+      expect(await otherA.isLocked('k')).toBe(true);
+      await b!.release();
+      await held.release();
+    } finally {
+      await Promise.all([apiA.close(), apiB.close(), otherA.close()]);
+    }
+  });
+
+  it("hold, isLocked, waiting and expire act under the module's keyPrefix", async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [DistributedLockTestingModule.forRoot({ keyPrefix: 'orders:' })] }).compile();
+    await moduleRef.init();
+    try {
+      const testing = moduleRef.get(LockTestingController);
+      const locks = moduleRef.get(LockService);
+      const elsewhere = testing.createService({ keyPrefix: 'billing:' });
+      const held = testing.hold('42');
+      expect(await locks.tryAcquire('42')).toBeNull();
+      const other = await elsewhere.tryAcquire('42'); // another namespace: free
+      expect(other).not.toBeNull();
+      await other!.release();
+      await elsewhere.close();
+      const waiting = locks.acquire('42', { waitTimeout: 5_000 });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(testing.waiting('42')).toBe(1);
+      expect(testing.isLocked('42')).toBe(true);
+      expect(held.release()).toBe(true);
+      const lock = await waiting;
+      expect(testing.expire('42')).toBe(true);
+      expect(lock.isHeld()).toBe(true); // found out at its next renewal, as in production
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
+  it('the levers take one key: a list is refused as LockService.isLocked refuses it', () => {
+    const testing = new LockTestingController();
+    expect(() => testing.isLocked(['z', 'a'] as never)).toThrow(LockKeyError);
+    expect(() => testing.hold(['b', 'a'] as never)).toThrow(/hold\(key\): expected one key \(a string\), got an array/);
+  });
+
+  it('a timeout on a key another service of the module holds in this process says so, as on Redis', async () => {
+    const testing = new LockTestingController();
+    const first = testing.createService();
+    const second = testing.createService();
+    try {
+      const error = (await first.withLock('self', () => second.acquire('self', { waitTimeout: 100 })).catch((e: unknown) => e)) as Error;
+      expect(error).toBeInstanceOf(LockTimeoutError);
+      expect(error.message).toMatch(
+        /held by another LockService of this process \(another lock module on the in-memory locks #\d+ of a testing module\)/,
+      );
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
+});
