@@ -187,6 +187,24 @@ describe('handover', () => {
     expect(await lock.release()).toBe(true);
   });
 
+  // A review found a handed-over lock with the watchdog off lost after the waiter lease (3 s), not its ttl: the
+  // watchdog's first renewal is what gives a handed-over lease its full ttl, and with it off nothing did.
+  it('with the watchdog off, a lock handed over by a release keeps the ttl asked for, not the waiter lease it was handed with', async () => {
+    const holder = await makeService();
+    const waiter = await makeService({ watchdog: false, waiterLease: 1_000 });
+    const held = await holder.acquire('nowatch');
+    const waiting = suite.calls.track('waiter', waiter.acquire('nowatch', { ttl: 4_000 }));
+    expect(await pollUntil(async () => (await suite.client.llen('ho:{nowatch}:q')) === 1, 2_000)).toBe(true);
+    await sleep(100);
+    expect(await held.release()).toBe(true);
+    const lock: Lock = await waiting;
+    expect(await suite.client.pttl('ho:{nowatch}')).toBeGreaterThan(3_000); // before: under the 1,000 ms waiter lease
+    await sleep(1_500);
+    expect(lock.isHeld()).toBe(true);
+    expect(await suite.client.get('ho:{nowatch}')).toBe(lock.token);
+    expect(await lock.release()).toBe(true);
+  });
+
   it('a handover message read after its lease ended does not end the wait: the waiter asks again and gets the key', async () => {
     const holder = await makeService();
     const held = await holder.acquire('late');

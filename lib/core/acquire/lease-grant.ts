@@ -8,16 +8,17 @@ import { Lease, newLease } from '../lease';
 import { AcquireContext, abandonQuietly } from './acquire-context';
 
 /**
- * With `replicaAcks`: a lock handed over by a release counts only once replicas confirmed it (see
- * LockStore.confirmHandover); the confirming renewal restarts the lease at `ttl`. Undefined when the
- * key is not ours any more (the handed lease ended first, or a failover lost it): like a handover
- * read late, the wait goes on and the caller's next attempt decides.
+ * A lock handed over by a release, renewed to `ttl` before it is used: with `replicaAcks` it counts only once
+ * replicas confirmed it (see LockStore.confirmHandover); with the watchdog off, nothing else would give it more
+ * than the waiter's lease it was handed with (3 s by default, against the ttl asked for), so it is extended once.
+ * Undefined when the key is not ours any more (the handed lease ended first, or a failover lost it): like a
+ * handover read late, the wait goes on and the caller's next attempt decides.
  */
 export async function confirmedHandover(ctx: AcquireContext, keys: LockKeys, token: string, fence: number, ttl: number): Promise<Lease | undefined> {
   const sentAt = monotonicNow();
   let ours: boolean;
   try {
-    ours = await ctx.store.confirmHandover(keys, token, ttl);
+    ours = await (ctx.confirmsHandovers ? ctx.store.confirmHandover(keys, token, ttl) : ctx.store.extend(keys, token, ttl, fence));
   } catch (error) {
     abandonQuietly(ctx, keys, token);
     throw error;

@@ -65,9 +65,10 @@ export async function waitForTurn(
         assertFence(ctx, keys, token, handover.fence);
         // The handover took our place; a confirmation that fails gives the key back itself.
         queued = false;
-        const lease = ctx.confirmsHandovers
-          ? await confirmedHandover(ctx, keys, token, handover.fence, options.ttl)
-          : handedOverLease(handover, options.ttl, lastBusySentAt, ctx.waiterLease, keys);
+        const lease =
+          ctx.confirmsHandovers || !options.watchdog
+            ? await confirmedHandover(ctx, keys, token, handover.fence, options.ttl)
+            : handedOverLease(handover, options.ttl, lastBusySentAt, ctx.waiterLease, keys);
         if (lease) return lease;
         // Read after its lease ended, or not ours when confirmed: ask now (below). Until that answer,
         // a failure leaves owner-checked.
