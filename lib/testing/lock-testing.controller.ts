@@ -80,6 +80,14 @@ export class LockTestingController {
         `hold("${k}"): the key is already held (by the application or an earlier hold()). Release or expire() it first.`,
       );
     }
+    // Free but promised: on Redis another instance's acquire is answered busy behind a live queued waiter, so
+    // a hold taken now would jump the FIFO queue in a way production cannot.
+    if (state.queue.some((token) => state.placeUntil(token) > now)) {
+      throw new DistributedLockError(
+        `hold("${k}"): the key is free but promised to a call queued for it (its holder's lease ran out), which gets it at its ` +
+          `next attempt; another instance could not take it ahead of that call either. Hold the key before the call queues, or after it is served.`,
+      );
+    }
     const token = `elsewhere.${ttl}.${++holds}`;
     state.holder = { token, expiresAt: now + ttl };
     const fencingToken = this.space.nextFence(state, now);

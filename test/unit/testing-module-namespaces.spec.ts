@@ -73,4 +73,26 @@ describe('DistributedLockTestingModule: namespaces', () => {
       await Promise.all([first.close(), second.close()]);
     }
   });
+
+  // A review found hold() taking a key that had just become free but was promised to a queued call, ahead of it.
+  it('hold() does not jump a call queued for a key whose holder lapsed: it is refused, and the call gets the key', async () => {
+    jest.useFakeTimers();
+    const testing = new LockTestingController();
+    const app = testing.createService();
+    const other = testing.createService(); // what "another instance" is in production
+    try {
+      testing.hold('k', { ttl: 1_000 });
+      const waiting = app.acquire('k', { waitTimeout: 5_000 });
+      waiting.catch(() => undefined); // awaited below; a failure here must fail the test, not the process
+      await jest.advanceTimersByTimeAsync(1_000); // the hold's lease ran out; the queued call has not asked again yet
+      expect(testing.waiting('k')).toBe(1);
+      expect(await other.tryAcquire('k')).toBeNull(); // production's answer: busy, promised to the call ahead
+      expect(() => testing.hold('k')).toThrow(/free but promised to a call queued for it/);
+      await jest.advanceTimersByTimeAsync(1_000);
+      await (await waiting).release();
+    } finally {
+      await Promise.all([app.close(), other.close()]);
+      jest.useRealTimers();
+    }
+  });
 });
