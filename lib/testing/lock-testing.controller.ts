@@ -58,7 +58,8 @@ export class LockTestingController {
    * module's). Close it when the test ends: `await service.close()`.
    */
   createService(options: DistributedLockTestingModuleOptions = {}): LockService {
-    return new LockService(options, this.backend);
+    // Under the module's keyPrefix unless told otherwise: a second instance of the service shares its locks.
+    return new LockService({ keyPrefix: this.keyPrefix, ...options }, this.backend);
   }
 
   /**

@@ -7,6 +7,7 @@ import 'reflect-metadata';
 import { Test } from '@nestjs/testing';
 import { LockKeyError, LockService, LockTimeoutError } from '../../lib';
 import { DistributedLockTestingModule, LockTestingController } from '../../lib/testing';
+import { MemoryWakeChannel } from '../../lib/testing/memory-wake-channel';
 
 describe('DistributedLockTestingModule: namespaces', () => {
   it('services with different keyPrefixes have different locks; with the same prefix they share them', async () => {
@@ -93,6 +94,47 @@ describe('DistributedLockTestingModule: namespaces', () => {
     } finally {
       await Promise.all([app.close(), other.close()]);
       jest.useRealTimers();
+    }
+  });
+
+  // The commit review found createService() put under the default prefix while the module had its own: a "second
+  // instance of the service" then held the module's keys beside it.
+  it("createService() makes a second instance under the module's keyPrefix: it shares the module's locks", async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [DistributedLockTestingModule.forRoot({ keyPrefix: 'billing:' })] }).compile();
+    await moduleRef.init();
+    const testing = moduleRef.get(LockTestingController);
+    const second = testing.createService();
+    try {
+      const held = await moduleRef.get(LockService).acquire('invoice-1');
+      expect(await second.tryAcquire('invoice-1')).toBeNull();
+      await held.release();
+    } finally {
+      await second.close();
+      await moduleRef.close();
+    }
+  });
+
+  // The review of the watchdog-off handover found the other way in: the waiter's own attempt finds the lock handed to
+  // it (its message lost) and got only what was left of the handed lease, which nothing renews with the watchdog off.
+  it('with the watchdog off, a lock the waiter finds handed to it by its own attempt keeps the ttl asked for', async () => {
+    const deliver = MemoryWakeChannel.prototype.deliver;
+    MemoryWakeChannel.prototype.deliver = () => undefined; // every handover message lost
+    const testing = new LockTestingController();
+    const holder = testing.createService();
+    const waiter = testing.createService({ watchdog: false, waiterLease: 900 });
+    try {
+      const held = await holder.acquire('k');
+      const waiting = waiter.acquire('k', { ttl: 4_000, waitTimeout: 5_000 });
+      while (testing.waiting('k') !== 1) await new Promise((resolve) => setTimeout(resolve, 5));
+      await held.release();
+      const lock = await waiting;
+      await new Promise((resolve) => setTimeout(resolve, 1_500)); // past the 900 ms waiter lease it was handed
+      expect(lock.isHeld()).toBe(true);
+      expect(await holder.tryAcquire('k')).toBeNull();
+      expect(await lock.release()).toBe(true);
+    } finally {
+      MemoryWakeChannel.prototype.deliver = deliver;
+      await Promise.all([holder.close(), waiter.close()]);
     }
   });
 });

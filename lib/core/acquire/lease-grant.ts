@@ -18,7 +18,10 @@ export async function confirmedHandover(ctx: AcquireContext, keys: LockKeys, tok
   const sentAt = monotonicNow();
   let ours: boolean;
   try {
-    ours = await (ctx.confirmsHandovers ? ctx.store.confirmHandover(keys, token, ttl) : ctx.store.extend(keys, token, ttl, fence));
+    // Owner-checked only, never with the fencing token: a Redlock renewal carrying it takes the key back on nodes where it
+    // is free, which is safe for a lease known to be alive, not for a handed lease that may have ended (and been taken
+    // and released by another client) before this call arrives.
+    ours = await (ctx.confirmsHandovers ? ctx.store.confirmHandover(keys, token, ttl) : ctx.store.extend(keys, token, ttl));
   } catch (error) {
     abandonQuietly(ctx, keys, token);
     throw error;

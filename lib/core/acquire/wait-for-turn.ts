@@ -91,7 +91,18 @@ export async function waitForTurn(
       }
       if (next.acquired) {
         queued = false;
-        return grantedLease(ctx, keys, token, options.ttl, next, sentAt);
+        const lease = grantedLease(ctx, keys, token, options.ttl, next, sentAt);
+        // An attempt that found the lock handed to us gets what is left of the handed lease (Redlock, the memory store;
+        // a single Redis gives the full ttl). With the watchdog off nothing renews it: extend it once, as a handover
+        // message's. Not ours any more (it lapsed meanwhile): ask again.
+        if (options.watchdog || next.validFor >= options.ttl) return lease;
+        const extended = await confirmedHandover(ctx, keys, token, next.fence, options.ttl);
+        if (extended) return extended;
+        reply = { acquired: false, holderTtl: PROMISED_TO_WAITER_AHEAD, position: 0, lastFence: next.fence };
+        lastBusySentAt = sentAt;
+        lastBusyFence = next.fence;
+        queued = true;
+        continue;
       }
       reply = next;
       lastBusySentAt = sentAt;
