@@ -12,7 +12,9 @@ const never = (): Promise<never> => new Promise<never>(() => undefined);
 
 describe('CommandDeadlines bound under a steady flow of calls', () => {
   it('fails every call within its timeout (+ timer lateness), also one sent while the timer is being handled', async () => {
-    const TIMEOUT = 300;
+    // Long enough that a loaded CI machine's timer lateness (a run measured 246 ms) stays well
+    // apart from the defect, which shows up as a whole extra timeout.
+    const TIMEOUT = 1000;
     const bounds = new CommandDeadlines(TIMEOUT);
     /** Sends a call that never answers; resolves with how long after sending it failed. */
     const send = (): Promise<number> => {
@@ -30,9 +32,9 @@ describe('CommandDeadlines bound under a steady flow of calls', () => {
     // Due 5 ms after the first: still pending when the first expires.
     const second = sendAfter(5);
     const took = { first: await first, second: await second, third: await third };
-    // 100 ms: timer lateness on a loaded machine; the defect shows up as a whole extra timeout.
+    // Half a timeout of slack for timer lateness on a loaded machine; the defect is a whole timeout.
     const verdict = Object.entries(took).map(
-      ([call, ms]) => `${call} ${ms < TIMEOUT + 100 ? 'within the timeout' : `failed after ${Math.round(ms)} ms`}`,
+      ([call, ms]) => `${call} ${ms < TIMEOUT * 1.5 ? 'within the timeout' : `failed after ${Math.round(ms)} ms`}`,
     );
     expect(verdict).toEqual(['first within the timeout', 'second within the timeout', 'third within the timeout']);
   });
