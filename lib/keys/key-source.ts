@@ -38,7 +38,7 @@ function assertDeclared(template: KeyTemplate, declaredArgs: number, where: stri
     if (placeholder.arg >= declaredArgs) {
       throw new LockKeyError(
         `${where}: key template "${template.source}" uses ${placeholder.source}, but the method declares ` +
-          `${declaredArgs} parameter(s) (indexes start at 0).`,
+          `${declaredArgs} parameter(s) (indexes start at 0; a rest parameter counts as one: lock with a key function, (...args) => key, instead).`,
       );
     }
   }

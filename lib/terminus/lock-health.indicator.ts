@@ -10,7 +10,7 @@ import type { LockHealthOptions } from './lock-health-options.interface';
  * `health.check([() => lockHealth.isHealthy('lock')])`.
  *
  * The round trip is a probe write under the keyPrefix (lock calls write; a Redis that answers PING
- * may refuse writes), plus a PING of every master on a Cluster; in Redlock mode it counts the nodes
+ * may refuse writes; on a Cluster, one on every master); in Redlock mode it counts the nodes
  * that can vote. Down, with a `message` saying why, when that probe fails or does not answer within
  * `commandTimeout` (Redlock: fewer than a majority can vote) or answers slower than `maxRoundTrip`,
  * the wake-channel subscriber is disconnected, the watchdog is not keeping up (a held lease within one

@@ -2,6 +2,7 @@
  * A deferring `@Locked` HTTP handler on Fastify (and Express, the same assertions), real Redis and BullMQ:
  * a busy key answers 202 Accepted with the job id at once, the job runs the handler later under the same
  * lock and its result is the job's return value; a free key answers with the handler's own status and result.
+ * The 202 is not an error mapping: `httpErrors: false` (lock errors left to the application's filters) keeps it.
  */
 import { Body, Controller, HttpCode, INestApplication, Param, Post } from '@nestjs/common';
 import { Module } from '@nestjs/common';
@@ -97,5 +98,44 @@ describe.each<Platform>(['fastify', 'express'])('a deferring @Locked handler on 
     expect(res.body).toMatchObject({ statusCode: 400, resource: 'seat:<0.seat>', reason: 'invalid-key' });
     expect(res.text).not.toContain('$gt');
     expect(await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed')).toEqual(before);
+  });
+});
+
+describe('a deferring @Locked handler with httpErrors: false', () => {
+  let redis: RedisProcess;
+  let app: INestApplication;
+  const queueName = 'defer-http-errors-off';
+
+  beforeAll(async () => {
+    redis = await RedisProcess.start();
+    @Module({
+      imports: [DistributedLockModule.forRoot({ redis: redis.url, keyPrefix: 'defer-http-off:', httpErrors: false, defer: { queueName } })],
+      controllers: [SeatsController],
+    })
+    class AppModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+  });
+  afterAll(async () => {
+    await app?.close();
+    await redis?.stop();
+  });
+
+  it('still answers a deferred call 202 Accepted (the option is about lock errors), and a bad key reaches the app as the typed error (500)', async () => {
+    const locks = app.get(LockService);
+    const held = await locks.acquire('seat:9F', { name: 'seat:<0>' });
+    try {
+      const busy = await request(app.getHttpServer()).post('/seats/9F/cy');
+      expect(busy.status).toBe(202);
+      expect(busy.body).toEqual({ status: 'deferred', jobId: expect.any(String), method: 'SeatsController.book', queue: queueName });
+    } finally {
+      await held.release();
+    }
+    // The mapping of errors is off: a LockKeyError is Nest's 500, not 400.
+    const bad = await request(app.getHttpServer())
+      .post('/seats')
+      .send({ seat: { $gt: '' } });
+    expect(bad.status).toBe(500);
   });
 });

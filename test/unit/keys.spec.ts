@@ -79,6 +79,8 @@ describe('template errors at decoration time (LockKeyError naming the method and
     ['undeclared argument', 'a:<2>', 2, /uses <2>, but the method declares 2 parameter/],
     ['undeclared argument in a path', 'a:<1.id>', 1, /uses <1.id>, but the method declares 1 parameter/],
     ['undeclared argument, second template', ['a:<0>', 'b:<3>'], 2, /"b:<3>" uses <3>/],
+    // design:paramtypes counts a rest parameter as one: the message says what to do instead.
+    ['past a rest parameter', 'a:<0>:<1>', 1, /a rest parameter counts as one: lock with a key function/],
   ])('%s', (_name, spec, declared, message) => {
     const compile = () => compileKeySource(spec as string, declared, WHERE);
     expect(compile).toThrow(LockKeyError);
