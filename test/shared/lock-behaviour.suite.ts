@@ -192,7 +192,9 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
 
       it("'retry' is handed the lock by the release, within milliseconds, with a higher fencing token", async () => {
         const holder = await world.service();
-        const waiter = await world.service();
+        // The waiter's safety-net wake-ups (a refresh every 80-100 % of waiterLease / 3, 8 s here) come
+        // long after its waitTimeout: only the release's handover can wake it before then.
+        const waiter = await world.service({ waiterLease: 30_000 });
         const lock = await holder.acquire('busy:4');
         const next = waiter.acquire('busy:4', { waitTimeout: 3_000 });
         expect(await until(async () => (await world.waiting('busy:4')) === 1)).toBe(true);
@@ -200,7 +202,9 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
         const releasedAt = performance.now();
         expect(await lock.release()).toBe(true);
         const got = await next;
-        expect(performance.now() - releasedAt).toBeLessThan(100);
+        // Milliseconds when idle; the bound leaves a loaded machine's stalls (a CI run measured a timer
+        // 246 ms late) well apart from the fault, which is the waitTimeout's last attempt (~3 s).
+        expect(performance.now() - releasedAt).toBeLessThan(1_000);
         expect(got.fencingToken).toBeGreaterThan(lock.fencingToken);
         expect(got.isHeld()).toBe(true);
         await got.release();
