@@ -476,9 +476,11 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
       });
 
       it('the watchdog keeps a lock well past its ttl', async () => {
-        const locks = await world.service({ ttl: 300 });
+        // Renewed every 400 ms: a loaded machine's event-loop stall (100-300 ms) cannot outlast the lease
+        // (with ttl 300, a stall of 200 ms after a renewal was due let it lapse, a correct loss).
+        const locks = await world.service({ ttl: 1_200 });
         const lock = await locks.acquire('held:3');
-        await sleep(1_000);
+        await sleep(2_000);
         expect(lock.isHeld()).toBe(true);
         expect(await locks.isLocked('held:3')).toBe(true);
         expect(locks.getStats().renewals).toBeGreaterThanOrEqual(3);
