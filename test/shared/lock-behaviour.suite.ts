@@ -279,13 +279,16 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
         const other = await world.service();
         let failed = false;
         let slowDone = false;
+        // The slower nested call runs until the test lets it end (a fixed sleep could end first on a stalled machine).
+        let finishSlow!: () => void;
+        const slowWork = new Promise<void>((resolve) => (finishSlow = resolve));
         const nested = (fail: boolean) =>
           locks.withLock('re:4', async () => {
             if (fail) {
               failed = true;
               throw new Error('validation failed');
             }
-            await sleep(300);
+            await slowWork;
             slowDone = true;
           });
         const outer = locks.withLock('re:4', () => Promise.all([nested(false), nested(true)])).catch((e: Error) => e);
@@ -296,6 +299,7 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
         const intruder = await other.tryAcquire('re:4');
         expect(intruder && `another instance entered "re:4" beside a running nested call (fence ${intruder.fencingToken})`).toBeNull();
         expect(await locks.isLocked('re:4')).toBe(true);
+        finishSlow();
         expect(((await outer) as Error).message).toBe('validation failed');
         expect(slowDone).toBe(true);
         expect(await locks.isLocked('re:4')).toBe(false);
@@ -311,28 +315,36 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
       });
 
       it("a nested call whose own key is lost still keeps the outer lock's key until its callback ends", async () => {
-        const locks = await world.service({ ttl: 300 });
+        // Renewed every 300 ms: an event-loop stall of a loaded machine does not let "re:7" lapse on its own.
+        const locks = await world.service({ ttl: 900 });
         const other = await world.service();
-        let nestedStarted = false;
+        let nestedLock: Lock | undefined;
         let nestedDone = false;
         let nested: Promise<unknown> | undefined;
+        // The nested call works until the test lets it end (a fixed sleep could end first on a stalled machine).
+        let finishNested!: () => void;
+        const nestedWork = new Promise<void>((resolve) => (finishNested = resolve));
         const outer = locks.withLock('re:7', async () => {
           nested = locks
-            .withLock(['re:7', 're:8'], async () => {
-              nestedStarted = true;
-              await sleep(600);
+            .withLock(['re:7', 're:8'], async (lock) => {
+              nestedLock = lock;
+              await nestedWork;
               nestedDone = true;
             })
             .catch((e: unknown) => e);
-          await until(async () => nestedStarted, 1_000); // the outer callback ends once the nested one runs
+          await until(async () => nestedLock !== undefined, 1_000); // the outer callback ends once the nested one runs
         });
-        expect(await until(async () => nestedStarted, 1_000)).toBe(true);
+        expect(await until(async () => nestedLock !== undefined, 1_000)).toBe(true);
         await sleep(20); // the outer callback has ended and asked for its release
         await world.expire('re:8'); // the nested call's own key is lost (its signal aborts), its work goes on
-        await sleep(250); // the loss is seen at the next renewal (ttl / 3); the outer callback has long ended
+        // The loss is seen at the next renewal (ttl / 3); the outer callback has long ended.
+        expect(await until(async () => nestedLock!.signal.aborted, 3_000)).toBe(true);
+        // The fault: the loss gave the borrowed key back and the outer release freed it; watched for a while.
+        expect(await until(async () => !(await locks.isLocked('re:7')), 300)).toBe(false);
         expect(nestedDone).toBe(false);
         const intruder = await other.tryAcquire('re:7');
         expect(intruder && `another instance entered "re:7" while the nested call still ran (fence ${intruder.fencingToken})`).toBeNull();
+        finishNested();
         await outer;
         await nested;
         expect(nestedDone).toBe(true);
