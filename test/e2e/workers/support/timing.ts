@@ -31,17 +31,28 @@ export async function pollUntil(check: () => boolean | Promise<boolean>, timeout
   }
 }
 
+/** How a call settled, and when: `at` on hrMs(), `startedPerf`/`settledPerf` on performance.now() (see TimerLateness). */
+export interface Timed<T> {
+  ms: number;
+  at: number;
+  startedPerf: number;
+  settledPerf: number;
+  value?: T;
+  error?: unknown;
+}
+
 /**
  * Runs `promise` and reports how it settled, how long it took (`ms`) and when it settled (`at`, on
  * hrMs()). Never rejects, so a fault test can assert on the error and the duration together.
  */
-export async function timed<T>(promise: Promise<T>): Promise<{ ms: number; at: number; value?: T; error?: unknown }> {
+export async function timed<T>(promise: Promise<T>): Promise<Timed<T>> {
   const started = hrMs();
+  const startedPerf = performance.now();
   try {
     const value = await promise;
-    return { ms: hrMs() - started, at: hrMs(), value };
+    return { ms: hrMs() - started, at: hrMs(), startedPerf, settledPerf: performance.now(), value };
   } catch (error) {
-    return { ms: hrMs() - started, at: hrMs(), error };
+    return { ms: hrMs() - started, at: hrMs(), startedPerf, settledPerf: performance.now(), error };
   }
 }
 
@@ -107,5 +118,32 @@ export class TimerLateness {
    */
   allowedLateness(due: number, firedAt: number): number {
     return this.maxGap(due, firedAt) + 2;
+  }
+
+  /**
+   * How long this process did not run its timers over [from, to] (performance.now() ms): the sum, over
+   * the gaps of the chain that overlap it, of each gap beyond 2 ms (the chain's 1 ms period and Node's
+   * whole-millisecond scheduling). A descheduled process or a blocked event loop shows up here; a call
+   * bounded by a timer, and everything it runs on this process's turns, is held up by at most this much.
+   */
+  stalledMs(from: number, to: number): number {
+    const fires = [...this.fires, performance.now()];
+    let stalled = 0;
+    for (let i = 1; i < fires.length; i++) {
+      if (fires[i] < from || fires[i - 1] > to) continue;
+      stalled += Math.max(0, fires[i] - fires[i - 1] - 2);
+    }
+    return stalled;
+  }
+
+  /**
+   * The longest a call measured by timed() may have taken to honour a bound of `bound` ms: the bound,
+   * `slack` for the round trips and callbacks around its timer, and the time this process was stalled
+   * while the call ran (a loaded CI machine fired a timer 246 ms late). On an idle machine that last
+   * part is ~0 and the check is as tight as `bound + slack`; a call that waited a whole extra bound
+   * still fails it unless the process was stalled for that long.
+   */
+  boundFor(call: Pick<Timed<unknown>, 'startedPerf' | 'settledPerf'>, bound: number, slack: number): number {
+    return bound + slack + this.stalledMs(call.startedPerf, call.settledPerf);
   }
 }
