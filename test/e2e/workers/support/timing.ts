@@ -85,9 +85,10 @@ export class TimerLateness {
     this.running = true;
     const tick = () => {
       this.fires.push(performance.now());
-      if (this.running) this.timer = setTimeout(tick, 1);
+      // unref(): a test that fails before stop() does not keep the process alive with it.
+      if (this.running) this.timer = setTimeout(tick, 1).unref();
     };
-    this.timer = setTimeout(tick, 1);
+    this.timer = setTimeout(tick, 1).unref();
     return this;
   }
 
