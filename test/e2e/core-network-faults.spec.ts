@@ -138,7 +138,7 @@ describe('T8 latency and partition between the library and Redis', () => {
     const answeredAtPerf = performance.now();
 
     p.blackhole(true);
-    const release = await timed(suite.calls.track('release', lock.release()));
+    const release = await timed(() => suite.calls.track('release', lock.release()));
     console.log(`T8 blackholed release settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.name}`);
     expect(release.error).toBeInstanceOf(LockConnectionError);
     expect((release.error as LockConnectionError).operation).toBe('release');
@@ -338,7 +338,7 @@ describe('T8 latency and partition between the library and Redis', () => {
         const connection = ((locks.engine.store as RedisLockStore).client as Redis).stream;
         await net.partition('DROP', probe);
         const partitionedAt = hrMs();
-        const release = await timed(suite.calls.track('release', lock.release()));
+        const release = await timed(() => suite.calls.track('release', lock.release()));
         console.log(`T8 iptables DROP: release settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.message}`);
         expect(release.error).toBeInstanceOf(LockConnectionError);
         expect((release.error as LockConnectionError).operation).toBe('release');
@@ -391,7 +391,7 @@ describe('T8 latency and partition between the library and Redis', () => {
         const answeredAt = hrMs();
 
         await net.partition('REJECT', probe);
-        const release = await timed(suite.calls.track('release', lock.release()));
+        const release = await timed(() => suite.calls.track('release', lock.release()));
         const during = await timed(suite.calls.track('acquire during the partition', locks.acquire('ipt-reject', { onBusy: 'throw' })));
         console.log(
           `T8 iptables REJECT: release settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.message}; ` +

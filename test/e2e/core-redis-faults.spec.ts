@@ -56,7 +56,7 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
     suite.redis.pause();
     await expectFrozen();
 
-    const attempt = await timed(suite.calls.track('acquire', locks.acquire('a:key')));
+    const attempt = await timed(() => suite.calls.track('acquire', locks.acquire('a:key')));
     console.log(`T4 (a) acquire on a frozen Redis settled after ${attempt.ms.toFixed(1)} ms: ${(attempt.error as Error)?.name}`);
     expect(attempt.error).toBeInstanceOf(LockConnectionError);
     expect((attempt.error as LockConnectionError).operation).toBe('acquire');
@@ -140,7 +140,7 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
     const renewCalls = jest.spyOn(locks.engine.store, 'renewMany');
     // When the watchdog would have renewed this lease next (a third of the TTL after the acquire).
     const nextRenewalAt = Math.max(...lock.leases.map((l) => l.renewAt));
-    const release = await timed(suite.calls.track('release', lock.release()));
+    const release = await timed(() => suite.calls.track('release', lock.release()));
     console.log(`T4 (c) release on a frozen Redis settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.name}`);
     expect(release.error).toBeInstanceOf(LockConnectionError);
     expect((release.error as LockConnectionError).operation).toBe('release');

@@ -113,7 +113,7 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
     const { pausedAt, probeMs } = await pauseWrites(PAUSE);
     const deadline = held.deadline;
     // An acquire of a free key sent now is answered only after the pause, i.e. after its lease ran out.
-    const fresh = await timed(suite.calls.track('fresh acquire', freshSvc.acquire('pause:free')));
+    const fresh = await timed(() => suite.calls.track('fresh acquire', freshSvc.acquire('pause:free')));
     // Looked at right away: the refused grant must be given back, not left to lapse by its TTL.
     const freeGoneAt = await goneAt('t5:{pause:free}', 2 * TTL);
     const freeGoneAtPerf = performance.now();
@@ -266,7 +266,7 @@ describe('T5 slow Redis: CLIENT PAUSE WRITE and DEBUG SLEEP', () => {
       });
       // The server takes the DEBUG SLEEP before the acquire arrives on another connection.
       await sleep(20);
-      const attempt = timed(suite.calls.track('acquire', locks.acquire(key)));
+      const attempt = timed(() => suite.calls.track('acquire', locks.acquire(key)));
       // The fault fired: the server answers nothing while it sleeps.
       expect(await pingOnce(suite.redis.port, suite.redis.host, 150)).toBe(false);
       const result = await attempt;
