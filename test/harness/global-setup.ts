@@ -5,7 +5,9 @@
  * So is iptables (only the network-faults suite's partition cases need it, with `ip` and root);
  * without it those cases are skipped and say why.
  */
+import { spawnSync } from 'child_process';
 import { accessSync, constants } from 'fs';
+import * as path from 'path';
 // Plain CommonJS on purpose: the same file runs as `npm test`'s pretest without any TS tooling.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureRedisServer } = require('../../scripts/ensure-redis.js') as {
@@ -53,4 +55,7 @@ export default async function globalSetup(): Promise<void> {
       // Not fatal: the iptables cases of core-network-faults.spec.ts skip and print why.
     }
   }
+  // Forked workers then start without loading TypeScript (see warm-ts-cache.js); not fatal: a cold
+  // cache only makes the first workers slow.
+  spawnSync(process.execPath, [path.join(__dirname, 'warm-ts-cache.js')], { stdio: 'inherit', timeout: 120_000 });
 }
