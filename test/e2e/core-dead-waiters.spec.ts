@@ -56,7 +56,9 @@ describe('dead waiters at scale (T14)', () => {
     const holder = await makeService();
     const held = await holder.acquire('stale');
     const dead = await queueDeadWaiters('stale');
-    const waiter = await liveWaiterBehind(await makeService(), 'stale');
+    // Its own refreshes (80-100 % of waiterLease / 3: 8 s here) come long after the release, so a refresh
+    // cannot stand in for the release passing the lock on within the bound below.
+    const waiter = await liveWaiterBehind(await suite.makeService({ waiterLease: 30_000 }), 'stale');
     await kill9(dead);
     await sleep(WAITER_LEASE + 100); // every dead place has lapsed
     await suite.client.config('RESETSTAT');
@@ -67,7 +69,10 @@ describe('dead waiters at scale (T14)', () => {
     const scriptCalls = (await commandStats(suite.client)).evalsha ?? 0;
     console.log(`dead waiters (lapsed): live waiter got the lock ${waited.toFixed(1)} ms after the release; ${scriptCalls} script calls`);
     // One handover plus the purge calls that follow it back to back (each bounded), not a refresh later.
-    expect(waited).toBeLessThan(WAITER_LEASE / 3);
+    // 60-150 ms measured on a loaded machine; the fault (dead places stalling the free lock) ran into the
+    // waitTimeout. The bound was WAITER_LEASE / 3 (333 ms), which a stalled redis-server or event loop
+    // (100-300 ms) could reach, and which the waiter's own refresh (267-333 ms) could meet too.
+    expect(waited).toBeLessThan(2_000);
     expect(scriptCalls).toBeLessThanOrEqual(Math.ceil(WAITERS / STALE_WAITERS_PER_CALL) + 5);
     expect(await waiter.release()).toBe(true);
     // Nothing of the dead process is left in the queue.
