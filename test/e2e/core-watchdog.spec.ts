@@ -125,6 +125,8 @@ describe('watchdog renewals seen from Redis', () => {
     const lockKeys = keys.map((k) => `wd:{${k}}`);
     const monitor = await startMonitor(redis);
     monitors.push(monitor.stop);
+    // Every renewal the watchdog sends goes through here: one call per tick, carrying the due locks.
+    const renewCalls = jest.spyOn(locks.engine.store, 'renewMany');
     const held = await Promise.all(keys.map((k) => locks.acquire(k)));
 
     const samples = await sample(lockKeys, TTL / 10, 3 * TTL);
@@ -149,8 +151,11 @@ describe('watchdog renewals seen from Redis', () => {
       expect(batch.map((r) => r.args[3]).sort()).toEqual([...lockKeys].sort());
       expect(new Set(batch.map((r) => r.source)).size).toBe(1);
     }
-    // Sent as one pipeline they run back-to-back (typically 0.2 ms for all ten; 5 ms allows a busy box).
-    expect(Math.max(...spreads)).toBeLessThan(5);
+    // Sent together: every tick renewed all ten in one call (one pipeline). Counted, not timed: the ten run
+    // back-to-back in Redis (typically within 0.2 ms), but a descheduled redis-server spread one batch over
+    // 10.6 ms on a loaded machine (the bound was 5 ms).
+    expect(renewCalls.mock.calls.length).toBeGreaterThanOrEqual(6);
+    for (const [requests] of renewCalls.mock.calls) expect(requests.map((r) => r.keys.lock).sort()).toEqual([...lockKeys].sort());
   });
   it('renews 1,200 locks in pipelines of at most 500, with event-loop turns between them; a lock released meanwhile gets no renewal', async () => {
     // ttl 3 s: renewals at 1 s, and everything due within 250 ms of the first rides in the same tick.
