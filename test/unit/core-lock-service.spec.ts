@@ -120,18 +120,20 @@ describe('LockService against a real redis-server: acquire, release, validation'
     (ownServer() ? it : it.skip)(
       'an acquire answered after its lease ran out is reported as a connection problem, never as success, and given back at once',
       async () => {
-        const TTL = 600;
-        const locks = await suite.pool.make({ ttl: TTL, commandTimeout: 2_000 });
+        // Long enough that "given back" (a delete right after the refusal) and "left to lapse" (TTL later)
+        // stay apart by more than a loaded machine's stall (100-300 ms; the poll had 200 ms with TTL 600).
+        const TTL = 1_500;
+        const locks = await suite.pool.make({ ttl: TTL, commandTimeout: 4_000 });
         const fenceBefore = Number((await suite.client.get('test:{slow:1}:f')) ?? '0');
         const sleeper = suite.redis.client();
         await sleeper.ping(); // connected: the DEBUG SLEEP goes out at once and reaches Redis before our acquire
-        void sleeper.call('DEBUG', 'SLEEP', '0.8').catch(() => undefined);
+        void sleeper.call('DEBUG', 'SLEEP', '1.8').catch(() => undefined);
         await sleep(20);
         const error = await locks.acquire('slow:1').catch((e) => e);
         const rejectedAt = performance.now();
         expect(error).toBeInstanceOf(LockConnectionError);
-        expect(error.message).toMatch(/beyond its 600 ms lease/);
-        // The attempt did take the key once Redis woke (the fence moved), with a fresh PX 600 by Redis'
+        expect(error.message).toMatch(/beyond its 1500 ms lease/);
+        // The attempt did take the key once Redis woke (the fence moved), with a fresh PX 1500 by Redis'
         // clock: left alone, the key would stay about TTL longer. Given back means gone well before that.
         expect(Number(await suite.client.get('test:{slow:1}:f'))).toBeGreaterThan(fenceBefore);
         expect(await pollUntil(async () => (await suite.client.exists('test:{slow:1}')) === 0, TTL / 3, 2)).toBe(true);
