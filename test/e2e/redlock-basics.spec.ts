@@ -290,8 +290,10 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
           }),
         ),
       );
-      // Queued on every node before the next one asks.
-      await sleep(40);
+      // Queued on every node before the next one asks (polled: a fixed 40 ms pause could end first on a loaded machine).
+      expect(await pollUntil(async () => (await Promise.all(direct.map((c) => c.zcard('rb3:{q}:q')))).every((n) => n === i + 1), 5_000, 5)).toBe(
+        true,
+      );
     }
     await holder.release();
     await Promise.all(waits);
