@@ -71,14 +71,22 @@ describe('LockService: multi-key locks on Redis', () => {
 
     it('do not call onLockLost for an acquisition whose first key was lost while it waited for a later one; it fails instead', async () => {
       const holder = await suite.pool.make();
-      const multi = await suite.pool.make({ ttl: 300 });
+      // Renewed every 300 ms: a stalled machine does not let ml:a's lease run out (a loss for another reason).
+      const multi = await suite.pool.make({ ttl: 900 });
       const lost: unknown[] = [];
       const b = await holder.acquire('ml:b', { ttl: 10_000 });
       const failing = multi.acquire(['ml:a', 'ml:b'], { waitTimeout: 5_000, onLockLost: (_l, e) => lost.push(e) }).catch((e: Error) => e);
       const token = await queuedToken('ml:b');
       expect(await suite.client.get('test:{ml:a}')).toBe(token);
+      const renewals = jest.spyOn(multi.engine.store, 'renewMany');
       await suite.client.set('test:{ml:a}', 'someone-else', 'PX', 10_000); // ml:a changes hands under the waiting acquisition
-      await sleep(350); // the watchdog's renewals (every ttl / 3) find another owner
+      // The watchdog's renewals (every ttl / 3) find another owner: waited for, not a fixed 350 ms that a loaded
+      // machine could outlast (ml:b would then be granted first, and the loss be one of a held lock).
+      const notOurs = async (): Promise<boolean> => {
+        for (const result of renewals.mock.results) if (result.type === 'return' && (await result.value).includes(false)) return true;
+        return false;
+      };
+      expect(await pollUntil(notOurs, 3_000)).toBe(true);
       expect(await b.release()).toBe(true);
       const error = await failing;
       expect(error).toBeInstanceOf(LockConnectionError);
