@@ -116,7 +116,9 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
       const before = await scriptCallsPerNode();
       const attempt = b.acquire('k', { onBusy: 'throw' }).catch((e: unknown) => e);
       expect(await attempt).toBeInstanceOf(LockBusyError);
-      await sleep(250); // node 2's late (busy) answer arrives
+      // Node 2 ran the attempt (waited for: the fixed 250 ms below alone could end first on a loaded machine)...
+      expect(await pollUntil(async () => (await scriptCallsPerNode())[2] > before[2], 2_000, 5)).toBe(true);
+      await sleep(250); // ...and its late (busy) answer arrives; a give-back, had one been sent, has landed too
       const sent = (await scriptCallsPerNode()).map((n, i) => n - before[i]);
       // One acquire script per node and nothing else: busy nodes wrote nothing to give back. (The old
       // code gave the attempt back on all three nodes whenever one had not answered yet: 2 per node.)
@@ -132,14 +134,9 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     nodes.proxies[2].setDelay(80);
     try {
       expect(await b.acquire('g', { onBusy: 'throw' }).catch((e: unknown) => e)).toBeInstanceOf(LockBusyError);
-      // The late grant happened (the fault), and went back once b heard of it.
-      let granted = false;
-      await pollUntil(async () => {
-        const holder = await direct[2].get('rbl:{g}');
-        if (holder !== null) granted = true;
-        return granted && holder === null;
-      }, 500);
-      expect(granted).toBe(true);
+      // The late grant happened (the fault): node 2's fencing counter moved, which stays to be seen (the key
+      // itself lives there only ~160 ms, a window a stalled poll could miss); and it went back once b heard of it.
+      expect(await pollUntil(async () => (await direct[2].exists('rbl:{g}:f')) === 1, 2_000, 5)).toBe(true);
     } finally {
       nodes.proxies[2].setDelay(0);
     }
