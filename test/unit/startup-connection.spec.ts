@@ -83,7 +83,8 @@ describe('Redis unreachable at startup', () => {
     opened.push(app);
     const started = performance.now();
     await app.init();
-    expect(performance.now() - started).toBeLessThan(500); // no stall waiting for a server that is not there
+    // No stall waiting for a server that is not there (startupTimeout, 10 s); 2 s allows a loaded machine (was 500 ms).
+    expect(performance.now() - started).toBeLessThan(2_000);
 
     const locks = app.get(LockService);
     const error = await locks.acquire('nowhere').catch((e: unknown) => e);
