@@ -74,7 +74,9 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
       tokens.push(lock.fencingToken);
       await lock.release();
     }
-    // 3 acquire + 3 release scripts per cycle; the write-back would add one per node that issued less.
+    // 3 acquire + 3 release scripts per cycle; the write-back would add one per node that issued less. A release
+    // returns once a majority answered: the last node's may land a moment later (waited for, bounded).
+    await pollUntil(async () => (await scriptCalls()) - before >= 20 * 6, 2_000, 5);
     expect((await scriptCalls()) - before).toBe(20 * 6);
     for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
     // Every node holds the token the last holder got (they agreed on it; nothing had to be raised).
@@ -147,16 +149,22 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     const a = await makeService('rb1:');
     const b = await makeService('rb1:');
     const first = await calls.track('acquire', a.acquire('k'));
-    // Held on all three nodes, by one owner token.
+    // Held on all three nodes, by one owner token. Each call below returns once a majority answered; the third
+    // node's part may land a moment later (a loaded machine reads it there first), so it is waited for, bounded.
+    const onEveryNode = (check: (c: Redis) => Promise<boolean>) =>
+      pollUntil(async () => (await Promise.all(direct.map(check))).every(Boolean), 2_000, 5);
+    await onEveryNode(async (c) => (await c.get('rb1:{k}')) === first.token);
     const holders = await Promise.all(direct.map((c) => c.get('rb1:{k}')));
     expect(new Set(holders)).toEqual(new Set([first.token]));
     expect(await b.isLocked('k')).toBe(true);
     await expect(b.acquire('k', { onBusy: 'throw' })).rejects.toBeInstanceOf(LockBusyError);
     expect(await b.tryAcquire('k')).toBeNull();
     await first.extend(6_000);
+    await onEveryNode(async (c) => (await c.pttl('rb1:{k}')) > 4_000);
     const pttls = await Promise.all(direct.map((c) => c.pttl('rb1:{k}')));
     for (const pttl of pttls) expect(pttl).toBeGreaterThan(4_000);
     expect(await first.release()).toBe(true);
+    await onEveryNode(async (c) => (await c.exists('rb1:{k}')) === 0);
     expect(await Promise.all(direct.map((c) => c.exists('rb1:{k}')))).toEqual([0, 0, 0]);
     expect(await b.isLocked('k')).toBe(false);
 
@@ -223,14 +231,14 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
       const held = await a.acquire('k');
       const waiting = calls.track('waiter', b.acquire('k'));
       // Queued on every node (and subscribed) before the release.
-      await pollUntil(async () => (await Promise.all(direct.map((c) => c.zcard('rbh:{k}:q')))).every((n) => n > 0), 500);
+      await pollUntil(async () => (await Promise.all(direct.map((c) => c.zcard('rbh:{k}:q')))).every((n) => n > 0), 2_000);
       await sleep(20);
       const before = await scriptCallsPerNode();
       await held.release();
       const lock = await waiting;
       // The waiter enters once a majority handed over: the third node's release may still be on its way.
       const sentSince = async () => (await scriptCallsPerNode()).map((n, i) => n - before[i]);
-      await pollUntil(async () => (await sentSince()).every((n) => n >= 1), 500);
+      await pollUntil(async () => (await sentSince()).every((n) => n >= 1), 2_000);
       await sleep(20); // an attempt of the waiter's own, had it sent one, would be counted by now
       const sent = await sentSince();
       // The release's script on each node and nothing else. (The old code took each handover message as
