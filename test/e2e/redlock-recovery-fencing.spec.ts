@@ -302,10 +302,14 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
     const holder = await makeService(prefix, { nodeRecoveryDelay: TTL });
     const other = await makeService(prefix, { nodeRecoveryDelay: TTL });
     const lock = await holder.acquire('k', { watchdog: false }); // no renewal takes the key back meanwhile
+    // A majority decides the acquire: node 2's grant may land a moment later, and must not land after the delete.
+    expect(await pollUntil(async () => (await direct[2].get(`${prefix}{k}`)) === lock.token, 2_000, 5)).toBe(true);
     await direct[2].del(`${prefix}{k}`); // node 2 missed the grant
     await nodes.servers[0].kill9();
     await nodes.servers[0].restart(); // node 0 forgot it, and gives no vote for nodeRecoveryDelay
-    await sleep(500); // the services reconnect
+    // The services reconnect (waited for, bounded: a fixed 500 ms could end first on a loaded machine).
+    const node0Ready = () => [holder, other].every((s) => (s.engine.store as RedlockStore).nodes[0].client.status === 'ready');
+    expect(await pollUntil(node0Ready, 5_000, 10)).toBe(true);
     expect(await Promise.all(direct.map((c) => c.exists(`${prefix}{k}`)))).toEqual([0, 1, 0]); // the faults were real
     expect(lock.isHeld()).toBe(true);
     // Before: false (node 0 counted as a "free" vote).
