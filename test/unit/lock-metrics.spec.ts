@@ -69,8 +69,10 @@ describe('lock metrics and spans through a real OpenTelemetry SDK', () => {
     const waiting = other.acquire('order:7', { name: 'waiter', waitTimeout: 5_000 });
     await sleep(300);
     const heldMs = performance.now() - heldFrom;
+    const releasedAt = performance.now();
     await holder.release();
     const waiter = await waiting;
+    const handedOverMs = performance.now() - releasedAt;
     await waiter.release();
 
     expect(await otel.total(ATTEMPTS, { 'lock.name': 'waiter', 'lock.outcome': 'acquired', 'lock.waited': true })).toBe(1);
@@ -80,7 +82,9 @@ describe('lock metrics and spans through a real OpenTelemetry SDK', () => {
     // The waiter started just after the holder got the key and entered just after it let go.
     expect(hold.sum! * 1000).toBeGreaterThanOrEqual(heldMs - 1);
     expect(wait.sum!).toBeGreaterThan(0.29);
-    expect(wait.sum!).toBeLessThanOrEqual(hold.sum! + 0.05);
+    // Longer than the hold by at most the handover itself, as measured here (a fixed 50 ms was less than a
+    // loaded machine's stall between the release and the waiter's entry).
+    expect(wait.sum!).toBeLessThanOrEqual(hold.sum! + handedOverMs / 1000 + 0.005);
     const span = otel.finishedSpans('lock.acquire').find((s) => s.attributes['lock.name'] === 'waiter')!;
     expect(span.attributes['lock.waited']).toBe(true);
     expect(span.attributes['lock.attempts']).toBeGreaterThanOrEqual(1);
