@@ -48,11 +48,16 @@ interface Granted {
 function grantChecked(check: Redis, promise: Promise<Lock>): Promise<Granted> {
   return promise.then(async (lock) => {
     const heldAtReturn = lock.isHeld();
-    const validityAtReturn = lock.deadline - performance.now();
+    const deadlineAtReturn = lock.deadline;
+    const validityAtReturn = deadlineAtReturn - performance.now();
     const redisKey = `t5:{${lock.key}}`;
     const [[, owner], [, pttl]] = (await check.multi().get(redisKey).pttl(redisKey).exec()) as [[null, string | null], [null, number]];
     // Redis read the PTTL before its reply reached us: the library's view at that moment left at least this much.
-    const validityAtCheck = lock.deadline - performance.now();
+    // The deadline the acquire returned, not the lock's deadline now: a watchdog renewal (its tick is shared
+    // by every lock of the service, so it can come a moment after the acquire) may have been answered
+    // meanwhile, and Redis may have run it after the PTTL (another connection): a run read PTTL 985 against
+    // a renewed view of 986.6 ms.
+    const validityAtCheck = deadlineAtReturn - performance.now();
     return { lock, heldAtReturn, validityAtReturn, validityAtCheck, owner, pttl };
   });
 }
