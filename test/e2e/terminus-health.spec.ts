@@ -206,9 +206,15 @@ describe('LockHealthIndicator', () => {
 
   it('is down while the wake-channel subscriber cannot connect, up once it is back', async () => {
     const { indicator, locks } = await start({ commandTimeout: 500 });
-    // A wait subscribes the wake channel (it is made at the first wait, not before).
+    // A wait subscribes the wake channel (it is made at the first wait, not before), once its first
+    // attempt is answered within the wait: on a loaded machine that attempt alone outlasted a 100 ms
+    // waitTimeout (a full run read 'idle'), so wait again until one got that far (bounded).
     const holder = await locks.acquire('busy');
-    await expect(locks.acquire('busy', { waitTimeout: 100 })).rejects.toThrow();
+    const waitedOnce = async () => {
+      await expect(locks.acquire('busy', { waitTimeout: 100 })).rejects.toThrow();
+      return (await indicator.isHealthy('lock')).lock.wakeChannel !== 'idle';
+    };
+    expect(await pollUntil(waitedOnce, 10_000, 0)).toBe(true);
     expect((await indicator.isHealthy('lock')).lock).toMatchObject({ status: 'up', wakeChannel: 'subscribed' });
 
     // Redis refuses new connections, then the subscriber's connection is killed: it cannot come back.
