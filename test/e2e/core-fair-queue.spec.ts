@@ -67,7 +67,13 @@ describe('fair queue', () => {
   async function subscribedService(options: Partial<DistributedLockModuleOptions>): Promise<LockService> {
     const service = await makeService(options);
     const blocker = await (await makeService()).acquire('warm-up');
-    await expect(service.acquire('warm-up', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
+    // The wait subscribes once its first attempt is answered within it; on a loaded machine that
+    // attempt alone can outlast 50 ms, so wait again until one got that far (bounded).
+    const waitedOnce = async () => {
+      await expect(service.acquire('warm-up', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
+      return service.engine.wakeChannel.subscribed;
+    };
+    expect(await pollUntil(waitedOnce, 10_000, 0)).toBe(true);
     expect(await blocker.release()).toBe(true);
     expect(service.engine.wakeChannel.subscribed).toBe(true);
     return service;
