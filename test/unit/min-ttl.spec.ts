@@ -3,7 +3,7 @@
  * so a ttl of 1 or 2 ms could never be used, and failed as if Redis were unreachable. The smallest
  * ttl accepted is 10 ms, checked wherever a ttl is given: module options, per call, extend(ttl).
  */
-import { LockLostError, LockOptionsError, LockService } from '../../lib';
+import { Lock, LockConnectionError, LockLostError, LockOptionsError, LockService } from '../../lib';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
 import { ServicePool } from './core-helpers';
 
@@ -42,7 +42,18 @@ describe('the smallest ttl', () => {
 
   it('acquires with the minimum, 10 ms, against real Redis, and extend(10) is accepted', async () => {
     const locks = await pool.make({ watchdog: false });
-    const lock = await locks.acquire('min:ok', { ttl: 10 });
+    // Its lease is 8 ms from the send: on a loaded machine the answer can come later, and the lock is then
+    // given back with LockConnectionError, as it should be (a full run: "answered ... after 16 ms, beyond
+    // its 10 ms lease"). Asked again (bounded) until one answer comes in time: 10 ms is accepted and works.
+    let lock: Lock | undefined;
+    for (let attempt = 0; attempt < 20 && !lock; attempt++) {
+      lock = await locks.acquire('min:ok', { ttl: 10 }).catch((error: unknown) => {
+        expect(error).toBeInstanceOf(LockConnectionError);
+        expect((error as Error).message).toMatch(/beyond its 10 ms lease/);
+        return undefined;
+      });
+    }
+    if (!lock) throw new Error('20 acquires with ttl 10 were all answered after their lease');
     expect(lock.fencingToken).toBeGreaterThan(0);
     // Its lease is 8 ms here: on a loaded machine it may lapse before the release, which then says so.
     await lock.release();
