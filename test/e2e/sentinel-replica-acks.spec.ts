@@ -269,8 +269,10 @@ describe('T6 replicaAcks', () => {
     { replicaAcks: 2, expectSafe: true },
     { replicaAcks: 1, expectSafe: false },
   ])('(d) kill -9 of the master under load, lagging replica promoted, replicaAcks $replicaAcks of 2', async ({ replicaAcks, expectSafe }) => {
-    // Replica 0 wins the promotion (lower priority number); it is the one made to lag.
-    t6.group = await SentinelGroup.start({ replicas: 2, replicaPriorities: [1, 100] });
+    // Replica 0 is the one made to lag, and the only one the Sentinels may promote: replica-priority 0
+    // never is. (With [1, 100] the lagging replica only won while the Sentinels still counted it: SIGSTOPped
+    // for longer than down-after-milliseconds on a loaded machine, it was passed over for the other one.)
+    t6.group = await SentinelGroup.start({ replicas: 2, replicaPriorities: [1, 0] });
     const { master } = t6.group;
     const [lagging] = t6.group.replicas;
     const crew = await Promise.all(
@@ -280,7 +282,9 @@ describe('T6 replicaAcks', () => {
     );
     const contenders = new LockContenders(crew, t6.calls, { key: 'c:key', holdMs: 2, backoffMs: 20 });
     contenders.start();
-    await sleep(800);
+    // Under load before the freeze: more than 50 grants by the old master (checked below). Waited for,
+    // bounded: 800 ms was assumed enough, and a loaded 2-core box made 35 grants by the kill.
+    expect(await pollUntil(() => contenders.grants.length > 50, 15_000, 20)).toBe(true);
 
     lagging.pause();
     const frozenAt = hrMs();
