@@ -7,7 +7,7 @@
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import { DistributedLockModule, Lock, LockBusyError, LockOptionsError, LockService, Locked } from '../../lib';
+import { DistributedLockModule, Lock, LockBusyError, LockOptionsError, LockService, LockTimeoutError, Locked } from '../../lib';
 import type { RedlockStore } from '../../lib/redis/redlock/redlock-store';
 import { checkHistory, Section } from '../harness/history';
 import { RedisProcess } from '../harness/redis-process';
@@ -228,6 +228,17 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
     const a = await makeService('rbh:', { ttl: 30_000, waiterLease: 30_000 });
     const b = await makeService('rbh:', { ttl: 30_000, waiterLease: 30_000 });
     await (await b.acquire('warm')).release(); // scripts cached on every node for b
+    // b's handover channel subscribed before the rounds: a first wait subscribes and then asks every node
+    // once more at once, and on a loaded machine that extra attempt came after the 20 ms pause below and
+    // was counted ([2, 2, 2] in a full run under two CPU hogs). Waited for (bounded): a wait on a held key
+    // subscribes once its first attempt is answered within the wait.
+    const blocker = await a.acquire('warm-up');
+    const waitedOnce = async () => {
+      await expect(b.acquire('warm-up', { waitTimeout: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
+      return b.engine.wakeChannel.subscribed;
+    };
+    expect(await pollUntil(waitedOnce, 10_000, 0)).toBe(true);
+    await blocker.release();
     for (let round = 0; round < 5; round++) {
       // The last round's release on the third node may still be on its way (a release returns once a
       // majority released): start from every node free, so a takes all three.
