@@ -37,7 +37,15 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
   });
 
   async function makeService(prefix: string, options: Record<string, unknown> = {}): Promise<LockService> {
-    const service = new LockService({ nodes: nodes.urls, keyPrefix: prefix, nodeRecoveryDelay: 0, ttl: 3_000, waitTimeout: 10_000, ...options });
+    // Direct connections unless a case puts a fault on the links (it passes nodes: nodes.urls, the proxies).
+    const service = new LockService({
+      nodes: nodes.directUrls,
+      keyPrefix: prefix,
+      nodeRecoveryDelay: 0,
+      ttl: 3_000,
+      waitTimeout: 10_000,
+      ...options,
+    });
     services.push(service);
     await service.onModuleInit();
     return service;
@@ -85,7 +93,7 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
   });
 
   it('no owner holds a majority: busy with holderTtl -4 saying so, and the one node it got is given back', async () => {
-    const a = await makeService('rbs:');
+    const a = await makeService('rbs:', { nodes: nodes.urls });
     // Two other owners hold one node each (written directly); the third node is free.
     await direct[0].set('rbs:{k}', 'other1.3000.x', 'PX', 5_000);
     await direct[1].set('rbs:{k}', 'other2.3000.y', 'PX', 5_000);
@@ -110,8 +118,8 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
 
   it('a busy majority decides before a slow node answers: its late busy answer costs no give-back, a late grant is given back', async () => {
     // The holder's renewals (ttl / 3) stay out of the counted window below, however long a loaded machine makes it.
-    const a = await makeService('rbl:', { ttl: 30_000 });
-    const b = await makeService('rbl:');
+    const a = await makeService('rbl:', { ttl: 30_000, nodes: nodes.urls });
+    const b = await makeService('rbl:', { nodes: nodes.urls });
     await (await b.acquire('warm')).release(); // scripts cached on every node for b
     const held = await a.acquire('k');
     nodes.proxies[2].setDelay(80);
@@ -202,7 +210,7 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
         return id;
       }
     }
-    @Module({ imports: [DistributedLockModule.forRoot({ nodes: nodes.urls, keyPrefix: 'rb2:', nodeRecoveryDelay: 0 })], providers: [Coupons] })
+    @Module({ imports: [DistributedLockModule.forRoot({ nodes: nodes.directUrls, keyPrefix: 'rb2:', nodeRecoveryDelay: 0 })], providers: [Coupons] })
     class AppModule {}
     const apps = await Promise.all(
       [0, 1].map(async () => {
@@ -347,7 +355,11 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
   });
 
   it('bursts: 9 waiters in 3 services ask for a free key at once over jittery links, 60 times: everyone served, split votes counted and resolved', async () => {
-    const services3 = [await makeService('rb8:'), await makeService('rb8:'), await makeService('rb8:')];
+    const services3 = [
+      await makeService('rb8:', { nodes: nodes.urls }),
+      await makeService('rb8:', { nodes: nodes.urls }),
+      await makeService('rb8:', { nodes: nodes.urls }),
+    ];
     const sections: Section[] = [];
     const ROUNDS = 60;
     // Up to 3 ms of random delay per chunk and link: the nodes see the waiters arrive in different orders.

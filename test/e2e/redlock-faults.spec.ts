@@ -101,7 +101,7 @@ describe('T16 Redlock node faults', () => {
     });
 
     it('1 of 3 killed (SIGKILL): locks still granted and handed over, 0 overlaps', async () => {
-      const svcs = [await makeService(nodes.urls, 'rf1:', CONTENDED), await makeService(nodes.urls, 'rf1:', CONTENDED)];
+      const svcs = [await makeService(nodes.directUrls, 'rf1:', CONTENDED), await makeService(nodes.directUrls, 'rf1:', CONTENDED)];
       const victim = nodes.servers[2];
       const pid = victim.pid;
       await victim.kill9();
@@ -118,7 +118,7 @@ describe('T16 Redlock node faults', () => {
     });
 
     it('1 of 3 frozen (SIGSTOP): granted after at most the per-node bound, 0 overlaps; a held lock keeps being renewed', async () => {
-      const svcs = [await makeService(nodes.urls, 'rf2:', CONTENDED), await makeService(nodes.urls, 'rf2:', CONTENDED)];
+      const svcs = [await makeService(nodes.directUrls, 'rf2:', CONTENDED), await makeService(nodes.directUrls, 'rf2:', CONTENDED)];
       const held = await svcs[0].acquire('held', { ttl: 1_500 });
       nodes.servers[1].pause();
       expect(await pingOnce(nodes.servers[1].port, nodes.servers[1].host, 150)).toBe(false);
@@ -159,7 +159,7 @@ describe('T16 Redlock node faults', () => {
     });
 
     it('2 of 3 frozen: LockConnectionError within the per-node bound, never busy or a timeout', async () => {
-      const service = await makeService(nodes.urls, 'rf4:');
+      const service = await makeService(nodes.directUrls, 'rf4:');
       nodes.servers[0].pause();
       nodes.servers[1].pause();
       for (const policy of ['retry', 'throw', 'fail-fast'] as const) {
@@ -176,7 +176,7 @@ describe('T16 Redlock node faults', () => {
     });
 
     it('2 of 3 killed: LockConnectionError at once (the connections are known down); the survivor holds nothing', async () => {
-      const service = await makeService(nodes.urls, 'rf5:');
+      const service = await makeService(nodes.directUrls, 'rf5:');
       await nodes.servers[0].kill9();
       await nodes.servers[2].kill9();
       await sleep(100);
@@ -222,7 +222,7 @@ describe('T16 Redlock node faults', () => {
 
     it('a lock held through a rolling restart (one node at a time restarted empty, each voting again before the next): kept, never free', async () => {
       const ttl = 1_000;
-      const holder = await makeService(nodes.urls, 'rf8:', { ttl, nodeRecoveryDelay: ttl });
+      const holder = await makeService(nodes.directUrls, 'rf8:', { ttl, nodeRecoveryDelay: ttl });
       const other = await makeService(
         nodes.servers.map((server) => server.url),
         'rf8:',
@@ -269,7 +269,7 @@ describe('T16 Redlock node faults', () => {
     }, 30_000);
 
     it('a holder loses a majority (2 of 3 frozen mid-hold): the signal aborts by the lease deadline', async () => {
-      const service = await makeService(nodes.urls, 'rf6:');
+      const service = await makeService(nodes.directUrls, 'rf6:');
       const lock = await service.acquire('k', { ttl: 1_000 });
       const asked = performance.now();
       nodes.servers[0].pause();

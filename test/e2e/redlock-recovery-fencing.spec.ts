@@ -177,7 +177,10 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
 
   it('a node killed and restarted empty while 8 workers contend (quarantine on): locks keep being granted, 0 overlaps, increasing tokens', async () => {
     await markNodesLongUsed('rr5:');
-    const svcs = [await makeService('rr5:', { nodeRecoveryDelay: TTL }), await makeService('rr5:', { nodeRecoveryDelay: TTL })];
+    const svcs = [
+      await makeService('rr5:', { nodeRecoveryDelay: TTL, nodes: nodes.directUrls }),
+      await makeService('rr5:', { nodeRecoveryDelay: TTL, nodes: nodes.directUrls }),
+    ];
     const sections: Section[] = [];
     let stop = false;
     const workers = svcs.flatMap((service, s) =>
