@@ -421,3 +421,45 @@ describe('TcpProxy', () => {
 afterAll(() => {
   expect(killSurvivors()).toEqual([]);
 });
+
+describe('TimerLateness', () => {
+  const block = (ms: number) => {
+    const until = performance.now() + ms;
+    while (performance.now() < until) {
+      /* the event loop is held, as a loaded machine holds it */
+    }
+  };
+  const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 20));
+
+  it('counts a stall inside the window, and only the part of it inside the window', async () => {
+    const lateness = new TimerLateness().start();
+    await tick();
+    const blockStart = performance.now();
+    block(300);
+    const blockEnd = performance.now();
+    await tick();
+    const afterStart = performance.now();
+    await new Promise<void>((resolve) => setTimeout(resolve, 100));
+    const afterEnd = performance.now();
+    lateness.stop();
+    expect(lateness.stalledMs(blockStart - 5, blockEnd + 5)).toBeGreaterThanOrEqual(290);
+    // A window that starts after the block: the block held it up not at all (counted whole it read 304.5 ms).
+    expect(lateness.stalledMs(afterStart, afterEnd)).toBeLessThan(50);
+    // Half of the block inside the window: about half counted.
+    const half = lateness.stalledMs(blockStart + 150, afterEnd);
+    expect(half).toBeGreaterThanOrEqual(140);
+    expect(half).toBeLessThan(200);
+  });
+
+  it('stops counting at stop(): a later question about the last window does not grow with the wait', async () => {
+    const lateness = new TimerLateness().start();
+    const from = performance.now();
+    await new Promise<void>((resolve) => setTimeout(resolve, 50));
+    lateness.stop();
+    const to = performance.now();
+    const atStop = lateness.stalledMs(from, to + 1_000);
+    await new Promise<void>((resolve) => setTimeout(resolve, 300));
+    expect(lateness.stalledMs(from, to + 1_000)).toBe(atStop);
+    expect(atStop).toBeLessThan(50);
+  });
+});

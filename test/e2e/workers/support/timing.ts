@@ -83,6 +83,7 @@ export class TimerLateness {
   private readonly fires: number[] = [];
   private timer?: NodeJS.Timeout;
   private running = false;
+  private stoppedAt?: number;
 
   start(): this {
     this.running = true;
@@ -98,6 +99,12 @@ export class TimerLateness {
   stop(): void {
     this.running = false;
     clearTimeout(this.timer);
+    this.stoppedAt = performance.now();
+  }
+
+  /** The chain's fires, ending with now (or the stop): the last gap is still open until then. */
+  private chain(): number[] {
+    return [...this.fires, this.stoppedAt ?? performance.now()];
   }
 
   /**
@@ -105,7 +112,7 @@ export class TimerLateness {
    * counting the gaps that straddle either end (an unfinished gap counts up to now).
    */
   maxGap(from: number, to: number): number {
-    const fires = [...this.fires, performance.now()];
+    const fires = this.chain();
     let max = 0;
     for (let i = 1; i < fires.length; i++) {
       if (fires[i] < from || fires[i - 1] > to) continue;
@@ -127,15 +134,19 @@ export class TimerLateness {
   /**
    * How long this process did not run its timers over [from, to] (performance.now() ms): the sum, over
    * the gaps of the chain that overlap it, of each gap beyond 2 ms (the chain's 1 ms period and Node's
-   * whole-millisecond scheduling). A descheduled process or a blocked event loop shows up here; a call
+   * whole-millisecond scheduling), counting only the part of a gap inside [from, to]; after stop(), the
+   * last gap ends at the stop. A descheduled process or a blocked event loop shows up here; a call
    * bounded by a timer, and everything it runs on this process's turns, is held up by at most this much.
    */
   stalledMs(from: number, to: number): number {
-    const fires = [...this.fires, performance.now()];
+    const fires = this.chain();
     let stalled = 0;
     for (let i = 1; i < fires.length; i++) {
       if (fires[i] < from || fires[i - 1] > to) continue;
-      stalled += Math.max(0, fires[i] - fires[i - 1] - 2);
+      // Only the part of a gap inside [from, to]: a stall that ended before the call started, or began after
+      // it settled, held it up not at all (counted whole, a 300 ms block just before a 101 ms call read 304.5 ms).
+      const inside = Math.min(fires[i], to) - Math.max(fires[i - 1], from);
+      stalled += Math.max(0, Math.min(inside, fires[i] - fires[i - 1] - 2));
     }
     return stalled;
   }
