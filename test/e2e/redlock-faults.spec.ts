@@ -26,7 +26,6 @@ const SLACK = 250;
  * rather than any of its checks. The cases about the bound itself keep COMMAND_TIMEOUT.
  */
 const CONTENDED = { commandTimeout: 1_000, ttl: 10_000 };
-const CONTENDED_NODE_TIMEOUT = Math.min(CONTENDED.commandTimeout, CONTENDED.ttl / 10);
 const stamp = (): string => process.hrtime.bigint().toString();
 
 describe('T16 Redlock node faults', () => {
