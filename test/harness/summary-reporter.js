@@ -2,11 +2,28 @@
 /**
  * Ends every run with one plain line, `jest: N passed, N failed, N skipped`, that CI systems (and
  * people skimming a log) can read without knowing jest's own summary format.
+ *
+ * Also bounds the time jest may take to exit after that line. Something a suite left behind (a
+ * socket, a child process, a ref'd timer) keeps jest alive for ever, which `--detectOpenHandles`
+ * reports but does not end: a CI job then hangs until its own time limit. The guard is an unref'd
+ * timer, so a clean run exits as before and never waits for it; a run held open is ended after
+ * EXIT_GRACE_MS, naming what held it, with a failing exit code (a leak breaks the suites' contract).
  */
+const EXIT_GRACE_MS = 60_000;
+
 class SummaryReporter {
   onRunComplete(_contexts, results) {
     const skipped = results.numPendingTests + results.numTodoTests;
     process.stdout.write(`\njest: ${results.numPassedTests} passed, ${results.numFailedTests} failed, ${skipped} skipped\n`);
+    setTimeout(() => {
+      // Node 17+: the kinds of what keeps the event loop alive (Timeout, TCPWRAP, ProcessWrap, ...).
+      const held = process.getActiveResourcesInfo().join(', ');
+      process.stderr.write(
+        `\njest had not exited ${EXIT_GRACE_MS / 1000} s after the run: something a suite left behind holds the process open ` +
+          `(${held}; --detectOpenHandles above names where it was made). Exiting with code 1.\n`,
+      );
+      process.exit(1);
+    }, EXIT_GRACE_MS).unref();
   }
 }
 module.exports = SummaryReporter;
