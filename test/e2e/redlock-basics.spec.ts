@@ -4,7 +4,7 @@
  * on one Redis; contended waiters from several services are served in queue (ticket) order, with no
  * overlaps, strictly increasing tokens, and no split-vote livelock (counted per 1,000 acquisitions).
  */
-import { Injectable, Module } from '@nestjs/common';
+import { Injectable, Logger, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { DistributedLockModule, Lock, LockBusyError, LockOptionsError, LockService, LockTimeoutError, Locked } from '../../lib';
@@ -430,6 +430,34 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
       await expect(startup).rejects.toThrow(/is a Redis Cluster node.*Pass the Cluster as 'redis'/);
       await service.close();
     } finally {
+      await clusterNode.stop();
+    }
+  });
+
+  it('a Redis Cluster member that startup did not wait for (requireRedisAtStartup false) is logged and never votes', async () => {
+    const clusterNode = await RedisProcess.start({ args: ['--cluster-enabled', 'yes'] });
+    const errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    try {
+      const service = new LockService({
+        nodes: [clusterNode.url, ...nodes.urls.slice(0, 2)],
+        keyPrefix: 'rb5l:',
+        requireRedisAtStartup: false,
+        nodeRecoveryDelay: 0,
+      });
+      await service.onModuleInit();
+      const refused = () => errors.mock.calls.some(([m]) => /is a Redis Cluster node.*its votes never count/s.test(String(m)));
+      expect(await pollUntil(refused, 5_000, 10)).toBe(true);
+      // Granted by the two independent nodes; the Cluster node runs no lock script (a key in a slot it owns would be
+      // kept there, and a failover inside the Cluster could forget it without the restart nodeRecoveryDelay covers).
+      const lock = await service.acquire('k');
+      const clusterClient = clusterNode.client();
+      expect(await clusterClient.dbsize()).toBe(0);
+      expect((await Promise.all(direct.slice(0, 2).map((d) => d.get('rb5l:{k}')))).every((t) => t === lock.token)).toBe(true);
+      expect(await lock.release()).toBe(true);
+      clusterClient.disconnect();
+      await service.close();
+    } finally {
+      errors.mockRestore();
       await clusterNode.stop();
     }
   });

@@ -71,7 +71,7 @@ export class RedlockBackend implements LockBackend {
     for (const node of this.nodes) {
       if (node.client.status === 'wait' && (node.owned || requireRedisAtStartup)) node.client.connect().catch(() => undefined);
     }
-    if (!requireRedisAtStartup) return;
+    if (!requireRedisAtStartup) return this.checkEachNodeOnceUp(this.nodes, startupTimeout);
     const quorum = quorumOf(this.nodes.length);
     const ready = await this.majorityReady(startupTimeout, quorum);
     if (ready.length < quorum) {
@@ -83,14 +83,34 @@ export class RedlockBackend implements LockBackend {
       );
     }
     await Promise.all(ready.map((node) => this.refuseClusterNode(node)));
-    // Every node, also those that connect after the majority did (eviction-warning.ts); startup does not wait for it.
-    for (const node of this.nodes) {
-      void waitUntilReady(node.client, startupTimeout)
-        .then((up) => (up ? node.info('memory') : undefined))
-        .then((info) => info && warnIfEvicting(`Redlock: ${node.target}`, info, this.context.logger))
-        .catch(() => undefined); // INFO refused or not answered: nothing to tell
-    }
+    this.checkEachNodeOnceUp(
+      this.nodes.filter((node) => !ready.includes(node)),
+      startupTimeout,
+    );
     if (this.nodeRecoveryDelay > 0) await Promise.all(ready.map((node) => this.warnWithoutUptime(node)));
+  }
+
+  /**
+   * The checks startup could not wait for, run on each of `nodes` once it connects (bounded by `timeoutMs`),
+   * without holding startup up: a Redis Cluster member is refused its votes (a node connecting after the majority,
+   * or any node when startup does not wait for Redis; the error is logged, as startup can no longer fail), and an
+   * evicting node is warned about (eviction-warning.ts; every node's, those of the majority too).
+   */
+  private checkEachNodeOnceUp(nodes: readonly RedlockNode[], timeoutMs: number): void {
+    for (const node of this.nodes) {
+      const late = nodes.includes(node);
+      void waitUntilReady(node.client, timeoutMs)
+        .then(async (up) => {
+          if (!up) return;
+          if (late) await this.refuseClusterNode(node);
+          warnIfEvicting(`Redlock: ${node.target}`, await node.info('memory'), this.context.logger);
+        })
+        .catch((error: unknown) => {
+          if (!(error instanceof LockOptionsError)) return; // INFO refused or not answered: nothing to tell
+          node.refuse(error.message);
+          this.context.logger.error(`${error.message} It connected after startup, so it is not refused there: its votes never count.`);
+        });
+    }
   }
 
   /**

@@ -1,3 +1,4 @@
+import { LockConnectionError } from '../../errors/lock-connection.error';
 import type { RedisConnectionOption } from '../../options/distributed-lock-module-options.interface';
 import { monotonicNow } from '../../time/clock';
 import { CommandDeadlines } from '../command-deadlines';
@@ -35,6 +36,9 @@ export class RedlockNode {
     return false;
   };
 
+  /** Set when this node turned out not to be an independent master (a Cluster member found after startup): it never votes. */
+  private refusal?: Error;
+
   constructor(option: RedisConnectionOption, commandTimeout: number, nodeTimeout: number) {
     const { client, owned } = createRedisConnection(option, commandTimeout);
     this.client = client;
@@ -50,7 +54,16 @@ export class RedlockNode {
     return this.state.target;
   }
 
+  /**
+   * From now on every lock call and probe to this node fails at once with `why`, as a node that is down does:
+   * its votes never count, so the remaining nodes decide (a majority of all N, unchanged).
+   */
+  refuse(why: string): void {
+    this.refusal ??= new LockConnectionError(why, 'redlock node');
+  }
+
   run<T = unknown>(script: LuaScript, operation: string, keys: LockRedisKeys, args: CommandArg[], parse?: (reply: unknown) => T): Promise<T> {
+    if (this.refusal) return Promise.reject(this.refusal);
     this.writes.beforeSend(this.deadlines.inFlight > 0);
     return runBoundedScript(this.deadlines, this.scripts, script, operation, keys, args, parse, this.failOnNoScript);
   }
@@ -61,6 +74,7 @@ export class RedlockNode {
    * with the script's text at once.
    */
   async probe(args: readonly CommandArg[]): Promise<{ ms: number; recoveringFor: number }> {
+    if (this.refusal) throw this.refusal;
     const sentAt = monotonicNow();
     const recoveringFor = await this.deadlines.bound(
       'health probe',
