@@ -31,7 +31,7 @@ export interface LockedOptions extends Omit<LockOptions, 'onBusy'> {
   fallback?: unknown;
   /**
    * Let a method-replacing decorator written above `@Locked` wrap it. By default that fails at startup
-   * (`LockOrderError`): `@Transactional()` above `@Locked` commits after the lock is released, so the next
+   * (`LockedDecoratorOrderError`): `@Transactional()` above `@Locked` commits after the lock is released, so the next
    * holder reads the old state. Set it for a wrapper that is not a transaction (tracing, caching).
    * @default false
    */

@@ -26,7 +26,7 @@ export interface DistributedLockModuleOptions extends Omit<LockOptions, 'name'> 
    * still run. Must be at least every lease (module, per-call or `extend` ttl); a longer ttl is
    * refused. 0 turns it off (only safe with `appendonly yes` and `appendfsync always` on every node).
    * A brand-new node is indistinguishable from a restarted one: a new deployment waits this once.
-   * @default the module's ttl
+   * @default the module's ttl, or its minHold if larger (every lease must fit in it)
    */
   nodeRecoveryDelay?: number;
   /**
