@@ -57,6 +57,13 @@ class Mailer {
     return text;
   }
 
+  /** Waits up to 300 ms for a busy key before deferring (docs/defer.md). */
+  @Locked('mail:<0>', { onBusy: 'defer', waitTimeout: 300 })
+  async sendPatiently(id: string): Promise<string | Deferred> {
+    seen.calls.push(`patient ${id}`);
+    return `sent ${id}`;
+  }
+
   /** Fails for good on its first run, as BullMQ reads an error named UnrecoverableError. */
   @Locked('mail:<0>', { onBusy: 'defer' })
   async charge(id: string): Promise<string | Deferred> {
@@ -130,6 +137,25 @@ describe('onBusy defer in DistributedLockTestingModule', () => {
     expect(seen.calls).toEqual(['1:now', '1:later']);
     expect(seen.tokens[1]).toBeGreaterThan(other.fencingToken); // under its own lock, after the hold
     expect(testing.isLocked('mail:1')).toBe(false);
+  });
+
+  it('with a waitTimeout, a busy key is waited for first: freed within it, the call runs now; still busy after it, the call is deferred', async () => {
+    const { mailer, testing } = await start({ defer: {} });
+    testing.hold('mail:1', { ttl: 100 });
+    const firstAt = performance.now();
+    expect(await mailer.sendPatiently('1')).toBe('sent 1'); // the hold lapsed while the call waited
+    expect(performance.now() - firstAt).toBeGreaterThanOrEqual(95);
+    expect(testing.deferredJobs()).toEqual([]);
+
+    const long = testing.hold('mail:2', { ttl: 5_000 });
+    const calledAt = performance.now();
+    const answer = await mailer.sendPatiently('2');
+    expect(answer).toBeInstanceOf(Deferred);
+    expect(performance.now() - calledAt).toBeGreaterThanOrEqual(295); // waited its 300 ms first
+    expect(seen.calls).toEqual(['patient 1']);
+    long.release();
+    expect(await testing.deferredJobsSettled()).toMatchObject([{ state: 'completed', result: 'sent 2' }]);
+    expect(seen.calls).toEqual(['patient 1', 'patient 2']);
   });
 
   it('jobs run first come first, concurrency at a time; arguments are checked before the lock is tried', async () => {
