@@ -1,17 +1,10 @@
 import { describeValue } from '../errors/describe-value';
 import { DEFER_OPTION_KEYS, assertKnownKeys } from '../options/known-keys';
 import { LockOptionsError } from '../errors/lock-options.error';
+import { DEFER_DEFAULTS } from '../options/lock-defaults';
 import { assertBoolean, assertCount, assertIntegerMs } from '../options/validate-options';
 import type { DeferModuleOptions, ResolvedDeferOptions } from '../options/defer-options.interface';
 
-const DEFER_DEFAULTS: ResolvedDeferOptions = {
-  queueName: 'distributed-lock-deferred',
-  concurrency: 1,
-  worker: true,
-  attempts: 5,
-  backoff: 1000,
-  jobLease: 30_000,
-};
 const MAX_COUNT = 1000;
 
 /** Validates the module's `defer` option (before any Redis command); `undefined` when deferring is not configured. */

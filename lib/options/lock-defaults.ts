@@ -1,3 +1,5 @@
+import type { ResolvedDeferOptions } from './defer-options.interface';
+
 /**
  * The one place where defaults live. The JSDoc `@default` tags of the option interfaces repeat
  * these numbers for readers; the code reads them only from here.
@@ -19,4 +21,19 @@ export const LOCK_DEFAULTS = {
   requireRedisAtStartup: true,
   startupTimeout: 10_000,
   httpErrors: true,
+} as const;
+
+/** The module's `defer` option, when given: each field it leaves out. */
+export const DEFER_DEFAULTS: ResolvedDeferOptions = {
+  queueName: 'distributed-lock-deferred',
+  concurrency: 1,
+  worker: true,
+  attempts: 5,
+  backoff: 1_000,
+  jobLease: 30_000,
+};
+
+/** `LockHealthIndicator.isHealthy` options (`maxRoundTrip` defaults to half the module's commandTimeout). */
+export const HEALTH_DEFAULTS = {
+  renewalErrorWindow: 60_000,
 } as const;

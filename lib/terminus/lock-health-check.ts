@@ -3,12 +3,10 @@ import type { StoreProbe } from '../core/store-probe';
 import { describeValue } from '../errors/describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { assertKnownKeys, HEALTH_OPTION_KEYS } from '../options/known-keys';
+import { HEALTH_DEFAULTS } from '../options/lock-defaults';
 import { assertIntegerMs, assertOptionsObject } from '../options/validate-options';
 import type { LockHealthData } from './lock-health-data.interface';
 import type { LockHealthOptions } from './lock-health-options.interface';
-
-/** @internal */
-export const DEFAULT_RENEWAL_ERROR_WINDOW_MS = 60_000;
 
 /** @internal Validated options, defaults applied against the module's commandTimeout. */
 export function resolveHealthOptions(key: unknown, options: LockHealthOptions | undefined, commandTimeout: number) {
@@ -22,7 +20,7 @@ export function resolveHealthOptions(key: unknown, options: LockHealthOptions | 
   }
   return {
     maxRoundTrip: assertIntegerMs('maxRoundTrip', options?.maxRoundTrip ?? Math.max(1, Math.floor(commandTimeout / 2)), 1),
-    renewalErrorWindow: assertIntegerMs('renewalErrorWindow', options?.renewalErrorWindow ?? DEFAULT_RENEWAL_ERROR_WINDOW_MS, 0),
+    renewalErrorWindow: assertIntegerMs('renewalErrorWindow', options?.renewalErrorWindow ?? HEALTH_DEFAULTS.renewalErrorWindow, 0),
   };
 }
 
