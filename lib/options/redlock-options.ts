@@ -4,7 +4,7 @@ import { assertConnectionOption, parseRedisUrl } from './connection-option';
 import type { DistributedLockModuleOptions, RedisConnectionOption } from './distributed-lock-module-options.interface';
 import { isClusterClient, isRedisClient } from './redis-client-shape';
 import type { ResolvedModuleOptions } from './resolve-options';
-import { assertIntegerMs } from './validate-options';
+import { assertIntegerMs, given } from './validate-options';
 
 /** What the Redlock backend reads beyond the common settings. */
 export interface RedlockSettings {
@@ -85,7 +85,7 @@ export function resolveRedlockSettings(options: DistributedLockModuleOptions, se
   const { ttl, minHold } = settings.defaults;
   // The longest lease the defaults make: a release before minHold keeps the key that long.
   const longest = Math.max(ttl, minHold);
-  const nodeRecoveryDelay = assertIntegerMs('nodeRecoveryDelay', options.nodeRecoveryDelay ?? longest, 0);
+  const nodeRecoveryDelay = assertIntegerMs('nodeRecoveryDelay', given(options.nodeRecoveryDelay, longest), 0);
   if (nodeRecoveryDelay > 0 && nodeRecoveryDelay < longest) {
     throw new LockOptionsError(
       'nodeRecoveryDelay',

@@ -16,6 +16,7 @@ import {
   assertOneOf,
   assertOptionsObject,
   assertTtl,
+  given,
 } from './validate-options';
 
 /** Waiters refresh their place every third of waiterLease; below this, refreshes would be timer noise. */
@@ -72,8 +73,6 @@ export function resolveLockOptions(
     assertKnownKeys(`${where}.retryDelay`, o.retryDelay, RETRY_DELAY_KEYS);
   }
   const retry = o.retryDelay ?? {};
-  // `undefined` means "not given" (the default); anything else, null included, is validated as given.
-  const given = <T>(value: T | undefined, fallback: T): T => (value === undefined ? fallback : value);
   if ((o.onBusy as string) === 'defer') {
     throw new LockOptionsError(`${where}.onBusy`, "'defer' is set per @Locked method (the call runs again later from a queue), not here.");
   }
@@ -129,21 +128,21 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
     throw new LockOptionsError('name', 'is not a module-wide option: it names one kind of lock; pass it per call or in @Locked options.');
   }
   assertKnownKeys('DistributedLockModule options', options, MODULE_OPTION_KEYS);
-  const keyPrefix = resolveKeyPrefix(options.keyPrefix ?? LOCK_DEFAULTS.keyPrefix);
-  const commandTimeout = assertIntegerMs('commandTimeout', options.commandTimeout ?? LOCK_DEFAULTS.commandTimeout, 1);
-  const replicaAcks = assertCount('replicaAcks', options.replicaAcks ?? LOCK_DEFAULTS.replicaAcks, 0, MAX_REPLICA_ACKS);
-  const replicaAckTimeout = assertIntegerMs('replicaAckTimeout', options.replicaAckTimeout ?? LOCK_DEFAULTS.replicaAckTimeout, 1);
+  const keyPrefix = resolveKeyPrefix(given(options.keyPrefix, LOCK_DEFAULTS.keyPrefix));
+  const commandTimeout = assertIntegerMs('commandTimeout', given(options.commandTimeout, LOCK_DEFAULTS.commandTimeout), 1);
+  const replicaAcks = assertCount('replicaAcks', given(options.replicaAcks, LOCK_DEFAULTS.replicaAcks), 0, MAX_REPLICA_ACKS);
+  const replicaAckTimeout = assertIntegerMs('replicaAckTimeout', given(options.replicaAckTimeout, LOCK_DEFAULTS.replicaAckTimeout), 1);
   if (replicaAcks > 0) assertReplicaAckTimeout(replicaAckTimeout, commandTimeout);
   return {
     keyPrefix,
     commandTimeout,
-    waiterLease: assertIntegerMs('waiterLease', options.waiterLease ?? LOCK_DEFAULTS.waiterLease, MIN_WAITER_LEASE_MS),
-    shutdownTimeout: assertIntegerMs('shutdownTimeout', options.shutdownTimeout ?? LOCK_DEFAULTS.shutdownTimeout, 0),
+    waiterLease: assertIntegerMs('waiterLease', given(options.waiterLease, LOCK_DEFAULTS.waiterLease), MIN_WAITER_LEASE_MS),
+    shutdownTimeout: assertIntegerMs('shutdownTimeout', given(options.shutdownTimeout, LOCK_DEFAULTS.shutdownTimeout), 0),
     replicaAcks,
     replicaAckTimeout,
-    requireRedisAtStartup: assertBoolean('requireRedisAtStartup', options.requireRedisAtStartup ?? LOCK_DEFAULTS.requireRedisAtStartup),
-    startupTimeout: assertIntegerMs('startupTimeout', options.startupTimeout ?? LOCK_DEFAULTS.startupTimeout, 1),
-    httpErrors: assertBoolean('httpErrors', options.httpErrors ?? LOCK_DEFAULTS.httpErrors),
+    requireRedisAtStartup: assertBoolean('requireRedisAtStartup', given(options.requireRedisAtStartup, LOCK_DEFAULTS.requireRedisAtStartup)),
+    startupTimeout: assertIntegerMs('startupTimeout', given(options.startupTimeout, LOCK_DEFAULTS.startupTimeout), 1),
+    httpErrors: assertBoolean('httpErrors', given(options.httpErrors, LOCK_DEFAULTS.httpErrors)),
     defaults: resolveLockOptions(BUILT_IN, options, 'DistributedLockModule', null),
   };
 }

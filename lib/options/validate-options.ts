@@ -10,6 +10,12 @@ export function assertOptionsObject(where: string, value: unknown): asserts valu
   }
 }
 
+/**
+ * An option's value, or `fallback` when it is not given. Only `undefined` means "not given": null (a config
+ * value that is missing, `config.get('X') ?? null`) is validated as given, not read as the default unseen.
+ */
+export const given = <T>(value: T | undefined, fallback: T): T => (value === undefined ? fallback : value);
+
 export function assertIntegerMs(option: string, value: unknown, min: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_TIMER_MS) {
     throw new LockOptionsError(option, `expected an integer number of milliseconds from ${min} to ${MAX_TIMER_MS}, got ${describeValue(value)}.`);

@@ -4,7 +4,7 @@ import { describeValue } from '../errors/describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { assertKnownKeys, HEALTH_OPTION_KEYS } from '../options/known-keys';
 import { HEALTH_DEFAULTS } from '../options/lock-defaults';
-import { assertIntegerMs, assertOptionsObject } from '../options/validate-options';
+import { assertIntegerMs, assertOptionsObject, given } from '../options/validate-options';
 import type { LockHealthData } from './lock-health-data.interface';
 import type { LockHealthOptions } from './lock-health-options.interface';
 
@@ -19,8 +19,8 @@ export function resolveHealthOptions(key: unknown, options: LockHealthOptions | 
     assertKnownKeys('isHealthy options', options, HEALTH_OPTION_KEYS);
   }
   return {
-    maxRoundTrip: assertIntegerMs('maxRoundTrip', options?.maxRoundTrip ?? Math.max(1, Math.floor(commandTimeout / 2)), 1),
-    renewalErrorWindow: assertIntegerMs('renewalErrorWindow', options?.renewalErrorWindow ?? HEALTH_DEFAULTS.renewalErrorWindow, 0),
+    maxRoundTrip: assertIntegerMs('maxRoundTrip', given(options?.maxRoundTrip, Math.max(1, Math.floor(commandTimeout / 2))), 1),
+    renewalErrorWindow: assertIntegerMs('renewalErrorWindow', given(options?.renewalErrorWindow, HEALTH_DEFAULTS.renewalErrorWindow), 0),
   };
 }
 
