@@ -49,7 +49,21 @@ function functionSource(fn: (...args: never[]) => unknown, where: string): Compi
   return {
     name: where.replace(/^@Locked on /, ''),
     resolve(self, args) {
-      const result: unknown = Reflect.apply(fn, self, args);
+      let result: unknown;
+      try {
+        result = Reflect.apply(fn, self, args);
+      } catch (error) {
+        // As for a template's getter that throws (resolve-key-template.ts): a key function reading dto.order.id of a dto
+        // without an order is a key that cannot be built, a LockKeyError (400 over HTTP), not a TypeError escaping as a 500.
+        // Its own LockKeyError (lockKey() inside) and an HTTP exception (its own answer, e.g. 403) pass as they are.
+        if (error instanceof LockKeyError || typeof (error as { getStatus?: unknown } | null)?.getStatus === 'function') throw error;
+        throw new LockKeyError(
+          `${where}: the key function threw ${error instanceof Error ? `${error.name}: ${error.message}` : describeValue(error)}; ` +
+            `it must return the key for every call it is given, or throw an HTTP exception (e.g. BadRequestException) saying what is missing. ` +
+            `The method was not run.`,
+          { cause: error },
+        );
+      }
       const list = asKeyList(result, `${where}: the key function's result`);
       if (list.length === 0) throw new LockKeyError(`${where}: the key function returned an empty array. The method was not run.`);
       for (const key of list) {

@@ -164,6 +164,47 @@ describe('key functions and template arrays', () => {
     expect(bad(['a', 'b'])).toEqual(['a', 'b']);
   });
 
+  it('a key function that throws is a LockKeyError naming it (not its TypeError); its HTTP exception or LockKeyError passes as it is', () => {
+    const orderKey = compileKeySource((dto: { order?: { id: string } }) => `order:${dto.order!.id}`, 1, WHERE);
+    const call = () => orderKey.resolve(undefined, [{}]);
+    expect(call).toThrow(LockKeyError);
+    expect(call).toThrow(
+      /^@Locked on Svc\.method: the key function threw TypeError: Cannot read properties of undefined \(reading 'id'\);.*The method was not run\.$/,
+    );
+    const thrown = (() => {
+      try {
+        call();
+      } catch (error) {
+        return error as Error;
+      }
+    })();
+    expect(thrown?.cause).toBeInstanceOf(TypeError);
+    expect(() =>
+      compileKeySource(
+        () => {
+          // eslint-disable-next-line @typescript-eslint/only-throw-error -- a key function may throw anything
+          throw 'no tenant';
+        },
+        0,
+        WHERE,
+      ).resolve(undefined, []),
+    ).toThrow(/the key function threw the string "no tenant"/);
+
+    const forbidden = new ForbiddenException('not a member of any tenant');
+    const own = new LockKeyError('built by lockKey()');
+    for (const error of [forbidden, own]) {
+      expect(() =>
+        compileKeySource(
+          () => {
+            throw error;
+          },
+          0,
+          WHERE,
+        ).resolve(undefined, []),
+      ).toThrow(error);
+    }
+  });
+
   it('resolves every template of an array', () => {
     expect(compileKeySource(['acct:<0>', 'acct:<1>'], 2, WHERE).resolve(undefined, [1, 2])).toEqual(['acct:1', 'acct:2']);
   });
