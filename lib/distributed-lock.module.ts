@@ -3,11 +3,12 @@ import { DiscoveryModule } from '@nestjs/core';
 import {
   DISTRIBUTED_LOCK_FOR_ROOT_ASYNC_OPTIONS,
   DISTRIBUTED_LOCK_FOR_ROOT_OPTIONS,
+  DISTRIBUTED_LOCK_OPTIONS,
   DistributedLockConfigurableModule,
 } from './distributed-lock.module-definition';
 import { LockDeferCoordinator } from './lock-defer.coordinator';
 import { LOCK_MODULE_EXPORTS, LOCK_MODULE_PROVIDERS } from './lock-module-providers';
-import { assertForRootAsyncOptions } from './options/for-root-async-options';
+import { assertForRootAsyncOptions, checkOptionsFactory } from './options/for-root-async-options';
 import { assertForRootOptions } from './options/for-root-options';
 
 /**
@@ -28,6 +29,6 @@ export class DistributedLockModule extends DistributedLockConfigurableModule {
 
   static forRootAsync(options: typeof DISTRIBUTED_LOCK_FOR_ROOT_ASYNC_OPTIONS): DynamicModule {
     assertForRootAsyncOptions('DistributedLockModule', options);
-    return super.forRootAsync(options);
+    return checkOptionsFactory(super.forRootAsync(options), options, 'DistributedLockModule', DISTRIBUTED_LOCK_OPTIONS);
   }
 }

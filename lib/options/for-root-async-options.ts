@@ -1,3 +1,4 @@
+import type { DynamicModule, FactoryProvider, Provider } from '@nestjs/common';
 import { describeValue } from '../errors/describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { assertKnownKeys } from './known-keys';
@@ -39,4 +40,43 @@ export function assertForRootAsyncOptions(moduleName: string, options: unknown):
   if (o.isGlobal !== undefined && typeof o.isGlobal !== 'boolean') {
     throw new LockOptionsError('isGlobal', `expected a boolean, got ${describeValue(o.isGlobal)}.`);
   }
+}
+
+/** The method Nest's ConfigurableModuleBuilder calls on a `useClass` / `useExisting` options factory. */
+const FACTORY_METHOD = 'create';
+
+/**
+ * `forRootAsync({ useClass })` or `({ useExisting })`: Nest calls `create()` on that instance for the options.
+ * Without one (a plain JS class, or `createLockOptions()` by analogy with other modules' factories) startup
+ * failed with Nest's "TypeError: optionsFactory[self.factoryClassMethodKey] is not a function". The check runs
+ * where Nest would call it, on the instance (a `create` class field is a method too).
+ */
+export function checkOptionsFactory(module: DynamicModule, options: object, moduleName: string, token: unknown): DynamicModule {
+  const o = options as { useClass?: unknown; useExisting?: unknown };
+  const key =
+    o.useClass !== undefined && o.useClass !== null ? 'useClass' : o.useExisting !== undefined && o.useExisting !== null ? 'useExisting' : undefined;
+  if (!key) return module;
+  const where = `${moduleName}.forRootAsync(options).${key}`;
+  const providers = module.providers?.map((provider) => {
+    if (!isFactoryProvider(provider) || provider.provide !== token) return provider;
+    return {
+      ...provider,
+      useFactory: async (factory: unknown) => {
+        const create = (factory as Record<string, unknown> | null | undefined)?.[FACTORY_METHOD];
+        if (typeof create !== 'function') {
+          throw new LockOptionsError(
+            where,
+            `expected a provider with a ${FACTORY_METHOD}() method returning the module's options (Nest calls it), got ${describeValue(factory)} without one. ` +
+              `Name the method ${FACTORY_METHOD}(), or use ${EXAMPLE}.`,
+          );
+        }
+        return (await Reflect.apply(create, factory, [])) as unknown;
+      },
+    };
+  });
+  return { ...module, providers };
+}
+
+function isFactoryProvider(provider: Provider): provider is FactoryProvider {
+  return typeof provider === 'object' && provider !== null && 'useFactory' in provider;
 }

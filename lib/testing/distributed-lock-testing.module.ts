@@ -2,9 +2,10 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { LOCK_BACKEND } from '../core/lock-backend';
 import { DEFER_QUEUE_FACTORY } from '../defer/defer-job-queue';
+import { DISTRIBUTED_LOCK_OPTIONS } from '../distributed-lock.module-definition';
 import { LockDeferCoordinator } from '../lock-defer.coordinator';
 import { LOCK_MODULE_EXPORTS, LOCK_MODULE_PROVIDERS } from '../lock-module-providers';
-import { assertForRootAsyncOptions } from '../options/for-root-async-options';
+import { assertForRootAsyncOptions, checkOptionsFactory } from '../options/for-root-async-options';
 import { assertForRootOptions } from '../options/for-root-options';
 import {
   DISTRIBUTED_LOCK_TESTING_FOR_ROOT_ASYNC_OPTIONS,
@@ -38,6 +39,6 @@ export class DistributedLockTestingModule extends DistributedLockTestingConfigur
 
   static forRootAsync(options: typeof DISTRIBUTED_LOCK_TESTING_FOR_ROOT_ASYNC_OPTIONS): DynamicModule {
     assertForRootAsyncOptions('DistributedLockTestingModule', options);
-    return super.forRootAsync(options);
+    return checkOptionsFactory(super.forRootAsync(options), options, 'DistributedLockTestingModule', DISTRIBUTED_LOCK_OPTIONS);
   }
 }

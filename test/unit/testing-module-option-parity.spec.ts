@@ -103,6 +103,38 @@ describe('the testing module refuses the options production refuses, with the sa
     expect((testing as Error).message).toBe((production as Error).message.replace('DistributedLockModule', 'DistributedLockTestingModule'));
   });
 
+  // Before: Nest's "TypeError: optionsFactory[self.factoryClassMethodKey] is not a function" at startup.
+  it('forRootAsync with a useClass or useExisting factory without create() is refused by both, naming the option', async () => {
+    class LockOptionsFactory {
+      // Named as other modules name theirs (createTypeOrmOptions): Nest calls create().
+      createLockOptions() {
+        return { redis: lazy };
+      }
+    }
+    @Module({ providers: [LockOptionsFactory], exports: [LockOptionsFactory] })
+    class FactoryModule {}
+    for (const [key, options] of [
+      ['useClass', { useClass: LockOptionsFactory as never }],
+      ['useExisting', { imports: [FactoryModule], useExisting: LockOptionsFactory as never }],
+    ] as Array<['useClass' | 'useExisting', Parameters<typeof DistributedLockModule.forRootAsync>[0]]>) {
+      const production = await startupError(() => DistributedLockModule.forRootAsync(options));
+      const testing = await startupError(() => DistributedLockTestingModule.forRootAsync(options));
+      expect(production).toBeInstanceOf(LockOptionsError);
+      expect((production as Error).message).toBe(
+        `Invalid option "DistributedLockModule.forRootAsync(options).${key}": expected a provider with a create() method returning the ` +
+          "module's options (Nest calls it), got an object (LockOptionsFactory) without one. Name the method create(), or use " +
+          'forRootAsync({ imports: [ConfigModule], inject: [ConfigService], useFactory: (config) => ({ redis: config.get("REDIS_URL") }) }).',
+      );
+      expect(testing).toBeInstanceOf(LockOptionsError);
+      expect((testing as Error).message).toBe((production as Error).message.replace('DistributedLockModule', 'DistributedLockTestingModule'));
+    }
+    // create() as a class field is a method too; what it returns (or resolves to) is the options.
+    class FieldFactory {
+      create = async () => ({ redis: 'redis://nowhere:1' });
+    }
+    expect(await startupError(() => DistributedLockTestingModule.forRootAsync({ useClass: FieldFactory }))).toBe('started');
+  });
+
   it('still takes what production takes, redis or nodes, without connecting to them', async () => {
     expect(await startupError(() => DistributedLockTestingModule.forRoot({ redis: 'redis://nowhere:1' }))).toBe('started');
     expect(await startupError(() => DistributedLockTestingModule.forRoot({ redis: '10.0.0.1:6379' }))).toBe('started');
