@@ -261,6 +261,27 @@ describe('LockService against a real redis-server: acquire, release, validation'
       await expect(locks.tryAcquire('k', { TTL: 50 } as never)).rejects.toThrow(/did you mean ttl\?/);
     });
 
+    // Before: taken, and ignored. acquire() resolved to null, not the fallback; tryAcquire({ onBusy: 'throw' }) to null,
+    // not LockBusyError; withLock({ onBusy: 'throw', fallback }) never used it (the same options on @Locked were refused).
+    it('refuses options the call would ignore: a fallback outside withLock or beside a policy that never uses it, and onBusy on tryAcquire', async () => {
+      const fn = jest.fn();
+      await expect(locks.acquire('k', { onBusy: 'fail-fast', fallback: 'skipped' } as never)).rejects.toThrow(
+        /^Invalid option "options\.fallback": is read by withLock\(\) and @Locked only: acquire\(\) resolves to null/,
+      );
+      await expect(locks.tryAcquire('k', { fallback: 'skipped' } as never)).rejects.toThrow(/"options\.fallback": is read by withLock\(\)/);
+      for (const onBusy of ['retry', 'throw'] as const) {
+        await expect(locks.tryAcquire('k', { onBusy } as never)).rejects.toThrow(
+          `Invalid option "options.onBusy": tryAcquire() makes one attempt and resolves to null when the key is busy; it takes no other onBusy, got the string "${onBusy}".`,
+        );
+        await expect(locks.withLock('k', fn, { onBusy, fallback: 'skipped' } as never)).rejects.toThrow(
+          `Invalid option "options.fallback": a fallback is only used with onBusy: 'fail-fast', not '${onBusy}'.`,
+        );
+      }
+      expect(fn).not.toHaveBeenCalled();
+      // What they do read is still taken: an options object shared with withLock, without a fallback value.
+      await expect(locks.tryAcquire('k', { onBusy: 'fail-fast', fallback: undefined } as never)).rejects.toBeInstanceOf(LockConnectionError);
+    });
+
     it("refuses onBusy 'defer' outside @Locked, saying where it belongs", async () => {
       expect(() => new LockService({ redis: suite.redis.url, onBusy: 'defer' as never })).toThrow(/'defer' is set per @Locked method/);
       await expect(locks.acquire('k', { onBusy: 'defer' as never })).rejects.toThrow(/'defer' is set per @Locked method/);
