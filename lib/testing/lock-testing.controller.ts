@@ -10,6 +10,7 @@ import { normalizeKeys } from '../keys/normalize-keys';
 import { LockService } from '../lock.service';
 import { MAX_TIMER_MS } from '../options/limits';
 import { assertTtl } from '../options/validate-options';
+import { assertKnownKeys } from '../options/known-keys';
 import type { DeferQueueFactory } from '../defer/defer-job-queue';
 import type { DeferredJobSnapshot } from './deferred-job-snapshot';
 import { MemoryDeferQueue } from './memory-defer-queue';
@@ -26,6 +27,8 @@ export interface HeldElsewhere {
 }
 
 let holds = 0;
+
+const HOLD_OPTION_KEYS = ['ttl'] as const;
 
 /**
  * The in-memory lock store of one `DistributedLockTestingModule`, and the levers a test needs that
@@ -70,9 +73,11 @@ export class LockTestingController {
    */
   hold(key: string, options: { ttl?: number } = {}): HeldElsewhere {
     const k = this.oneKey('hold', key);
-    if (typeof options !== 'object' || options === null) {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
       throw new DistributedLockError(`hold("${k}", options): expected { ttl? } or nothing, got ${describeValue(options)}.`);
     }
+    // A misspelt ttl (`{ TTL: 100 }`) would otherwise hold the key until release(), and the test wait for a lapse that never comes.
+    assertKnownKeys(`hold("${k}", options)`, options, HOLD_OPTION_KEYS);
     const ttl = options.ttl === undefined ? MAX_TIMER_MS : assertTtl('hold(key, { ttl })', options.ttl);
     const now = monotonicNow();
     const state = this.space.stateOf(this.nameOf(k), now);

@@ -78,6 +78,12 @@ describe('DistributedLockTestingModule', () => {
     expect(() => testing.hold('k')).toThrow(DistributedLockError);
     expect(() => testing.hold('k2', { ttl: 1 })).toThrow(LockOptionsError);
     expect(() => testing.hold('')).toThrow(DistributedLockError);
+    // A misspelt ttl held the key until release() (a test waiting for it to lapse waited in vain), an array likewise.
+    expect(() => testing.hold('k3', { TTL: 100 } as never)).toThrow(
+      'Invalid option "hold("k3", options).TTL": is not an option; did you mean ttl? The options are: ttl.',
+    );
+    expect(() => testing.hold('k3', [] as never)).toThrow(/hold\("k3", options\): expected \{ ttl\? \} or nothing, got an array/);
+    expect(testing.isLocked('k3')).toBe(false);
   });
 
   it("hold().release() and expire() hand the key to the first waiter at once; expire() of a held lock aborts the holder's signal", async () => {
