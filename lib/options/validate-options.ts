@@ -3,10 +3,16 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import { MAX_LOCK_NAME_LENGTH, MAX_TIMER_MS, MIN_TTL_MS } from './limits';
 
 /** Validation runs before any Redis command, so a bad value never reaches Redis. */
-/** An options object: not null, not an array (a spread or a key lookup would read either as "no options"). */
+/**
+ * An options object: not null, not an array, not a Promise (options from an async function not awaited): a
+ * spread or a key lookup would read each as "no options", and the defaults would apply unseen.
+ */
 export function assertOptionsObject(where: string, value: unknown): asserts value is object {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new LockOptionsError(where, `expected an options object, got ${describeValue(value)}.`);
+  }
+  if (typeof (value as { then?: unknown }).then === 'function') {
+    throw new LockOptionsError(where, `expected an options object, got ${describeValue(value)}: await the options before passing them.`);
   }
 }
 

@@ -215,11 +215,18 @@ describe('LockService against a real redis-server: acquire, release, validation'
       await expect(locks.withLock(key as never, () => 1)).rejects.toBeInstanceOf(LockKeyError);
     });
 
-    it('rejects options that are not an object (an array, a string) in acquire and tryAcquire alike', async () => {
+    it('rejects options that are not an object (an array, a string, a Promise) in acquire and tryAcquire alike', async () => {
       for (const options of [[], 'abc', 5, null]) {
         await expect(locks.acquire('k', options as never)).rejects.toBeInstanceOf(LockOptionsError);
         await expect(locks.tryAcquire('k', options as never)).rejects.toBeInstanceOf(LockOptionsError);
       }
+      // Options from an async function, not awaited: they were read as "no options", the defaults applying unseen.
+      const pending = Promise.resolve({ ttl: 100, onBusy: 'fail-fast' });
+      const awaitThem = /expected an options object, got an object \(Promise\): await the options before passing them\./;
+      await expect(locks.acquire('k', pending as never)).rejects.toThrow(awaitThem);
+      await expect(locks.tryAcquire('k', pending as never)).rejects.toThrow(awaitThem);
+      await expect(locks.withLock('k', () => 1, pending as never)).rejects.toThrow(awaitThem);
+      await expect(locks.acquire('k', { retryDelay: pending } as never)).rejects.toThrow(awaitThem);
     });
 
     it.each([
