@@ -14,7 +14,7 @@ import { LONE_SURROGATE_ADVICE, loneSurrogateIn } from './lone-surrogate';
  * Values are compared by their text: `42` and `'42'` name the same resource, on purpose (a route
  * parameter arrives as a string, a service passes a number).
  */
-export function keyValueText(value: unknown, placeholder: KeyPlaceholder, where: string): string {
+export function keyValueText(value: unknown, placeholder: KeyPlaceholder, where: string, note = ''): string {
   switch (typeof value) {
     case 'string': {
       if (value.length === 0) break;
@@ -35,7 +35,7 @@ export function keyValueText(value: unknown, placeholder: KeyPlaceholder, where:
       return String(value);
   }
   throw new LockKeyError(
-    `${where}: placeholder ${placeholder.source} resolved to ${describeValue(value)}; a lock key part must be a non-empty string, ` +
+    `${where}: placeholder ${placeholder.source} resolved to ${describeValue(value)}${note}; a lock key part must be a non-empty string, ` +
       `a finite number, a bigint or a boolean. The method was not run.`,
   );
 }

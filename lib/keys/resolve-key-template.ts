@@ -13,7 +13,8 @@ import type { KeyPlaceholder, KeyTemplate } from './key-template';
 export function resolveKeyTemplate(template: KeyTemplate, args: readonly unknown[], where: string): string {
   let key = template.literals[0];
   template.placeholders.forEach((placeholder, i) => {
-    key += escapeKeyValue(keyValueText(valueAt(placeholder, args, where), placeholder, where)) + template.literals[i + 1];
+    const value = valueAt(placeholder, args, where);
+    key += escapeKeyValue(keyValueText(value, placeholder, where, notPassed(placeholder, args))) + template.literals[i + 1];
   });
   const bytes = Buffer.byteLength(key, 'utf8');
   if (bytes > MAX_KEY_BYTES) {
@@ -31,8 +32,8 @@ function valueAt(placeholder: KeyPlaceholder, args: readonly unknown[], where: s
   for (const name of placeholder.path) {
     if (value === null || value === undefined) {
       throw new LockKeyError(
-        `${where}: placeholder ${placeholder.source} cannot be resolved: ${walked}> is ${describeValue(value)}, ` +
-          `which has no property "${name}". The method was not run.`,
+        `${where}: placeholder ${placeholder.source} cannot be resolved: ${walked}> is ${describeValue(value)}` +
+          `${walked === `<${placeholder.arg}` ? notPassed(placeholder, args) : ''}, which has no property "${name}". The method was not run.`,
       );
     }
     try {
@@ -51,4 +52,16 @@ function valueAt(placeholder: KeyPlaceholder, args: readonly unknown[], where: s
     walked += `.${name}`;
   }
   return value;
+}
+
+/**
+ * Why an argument is undefined when the call did not pass it: a template reads the arguments as passed, so the
+ * value of a default parameter (`b = 'all'`) is not seen. Empty when the call passed it.
+ */
+function notPassed(placeholder: KeyPlaceholder, args: readonly unknown[]): string {
+  if (placeholder.arg < args.length) return '';
+  return (
+    ` (the call passed ${args.length} argument(s): a key template reads the arguments as passed, so a default parameter's ` +
+    `value is not seen; pass the argument, or lock with a key function that applies the default)`
+  );
 }

@@ -126,6 +126,20 @@ describe('value errors at call time (LockKeyError naming the placeholder and the
     expect(call).toThrow(/The method was not run/);
   });
 
+  it("says when the argument was not passed: a default parameter's value is not seen by the template", () => {
+    // m(id, scope = 'all') called as m('a'): the template reads undefined, and said only that.
+    const notPassed =
+      /\(the call passed 1 argument\(s\): a key template reads the arguments as passed, so a default parameter's value is not seen; pass the argument, or lock with a key function that applies the default\)/;
+    expect(() => resolve('seat:<0>:<1>', ['a'])).toThrow(notPassed);
+    expect(() => resolve('seat:<0>:<1>', ['a'])).toThrow(/^@Locked on Svc\.method: placeholder <1> resolved to undefined \(the call passed/);
+    expect(() => resolve('seat:<0>:<1.id>', ['a'])).toThrow(notPassed);
+    expect(() => resolve('seat:<0>:<1.id>', ['a'])).toThrow(/<1\.id> cannot be resolved: <1> is undefined \(the call passed/);
+    // Passed as undefined, or missing further down the path: the note would mislead.
+    expect(() => resolve('seat:<0>:<1>', ['a', undefined])).not.toThrow(/the call passed/);
+    expect(() => resolve('seat:<0>:<1.a.b>', ['a', {}])).not.toThrow(/the call passed/);
+    expect(() => resolve('seat:<0>:<1>', ['a', undefined])).toThrow(LockKeyError);
+  });
+
   it('passes on an HTTP exception a getter on the path throws (its own answer, e.g. 403), as it is', () => {
     const forbidden = new ForbiddenException('not a member of any tenant');
     const caller = {
