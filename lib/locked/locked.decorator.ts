@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Observable } from 'rxjs';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { describeValue } from '../errors/describe-value';
+import { LockKeyError } from '../errors/lock-key.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockOptions } from '../options/lock-options.interface';
 import { CompiledKeySource, LockKeySpec, compileKeySource } from '../keys/key-source';
@@ -61,7 +62,8 @@ export function Locked(keys: LockKeySpec, options: DeferLockedOptions): DeferLoc
 export function Locked(keys: LockKeySpec, options?: WaitingLockedOptions): LockedMethodDecorator;
 /** Options whose policy is not known at compile time (a `LockedOptions` variable): the fallback cannot be checked. */
 export function Locked<O extends LockedOptions>(keys: LockKeySpec, options: O & PolicyUnknownAtCompileTime<O>): LockedMethodDecorator;
-export function Locked(keys: LockKeySpec, options: LockedOptions = {}): LockedMethodDecorator {
+export function Locked(keys: LockKeySpec, options: LockedOptions = {}, ...descriptor: unknown[]): LockedMethodDecorator {
+  rejectBareUse(keys, options, descriptor.length > 0);
   return ((target: object, propertyKey: string | symbol, descriptor: PropertyDescriptor) => {
     rejectStandardDecoratorCall(propertyKey, descriptor);
     const className = typeof target === 'function' ? target.name : (target.constructor?.name ?? '(anonymous class)');
@@ -133,6 +135,24 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}): LockedMe
     descriptor.value = wrapper;
     return descriptor;
   }) as LockedMethodDecorator;
+}
+
+/**
+ * `@Locked` written without arguments is itself called as the decorator, `(target, propertyKey, descriptor)`:
+ * the function it returns was taken as the new descriptor, which changes nothing, so the method ran unlocked
+ * without a word (TypeScript refuses it; plain JavaScript, or a cast, does not). A standard (TC39) decorator
+ * call, `(method, context)`, is refused as when `@Locked(...)` is applied that way.
+ */
+function rejectBareUse(target: unknown, propertyKey: unknown, legacyCall: boolean): void {
+  if (legacyCall && (typeof propertyKey === 'string' || typeof propertyKey === 'symbol')) {
+    const className =
+      typeof target === 'function' ? target.name : ((target as { constructor?: { name?: string } } | null)?.constructor?.name ?? '(anonymous class)');
+    throw new LockKeyError(
+      `@Locked on ${className}.${String(propertyKey)}: @Locked was applied without arguments, which would leave the method unlocked. ` +
+        `Give it the key, e.g. @Locked('order:<0>') (a key template, an array of templates or a key function), and options as a second argument.`,
+    );
+  }
+  rejectStandardDecoratorCall(propertyKey, undefined);
 }
 
 /**

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import * as ts from 'typescript';
-import { LOCKED_METADATA, Locked, LockOptionsError } from '../../lib';
+import { LOCKED_METADATA, Locked, LockKeyError, LockOptionsError } from '../../lib';
 
 /**
  * `@Locked` under standard (TC39) decorators, i.e. TypeScript with `experimentalDecorators: false`. The class
@@ -16,8 +16,8 @@ const SOURCE = `
   }
 `;
 
-function defineWith(experimentalDecorators: boolean): { Payments: new () => { pay(id: string): Promise<string> } } {
-  const { outputText } = ts.transpileModule(`declare const Locked: any;\n${SOURCE}`, {
+function defineWith(experimentalDecorators: boolean, source = SOURCE): { Payments: new () => { pay(id: string): Promise<string> } } {
+  const { outputText } = ts.transpileModule(`declare const Locked: any;\n${source}`, {
     compilerOptions: {
       experimentalDecorators,
       emitDecoratorMetadata: experimentalDecorators,
@@ -44,6 +44,20 @@ describe('@Locked and standard (TC39) decorators', () => {
     expect(() => defineWith(false)).toThrow(LockOptionsError);
     expect(() => defineWith(false)).toThrow(
       /Invalid option "experimentalDecorators": @Locked on method pay was applied as a standard \(TC39\) decorator\. Set "experimentalDecorators": true and "emitDecoratorMetadata": true/,
+    );
+  });
+
+  // `@Locked` without arguments is called as the decorator itself. With legacy decorators the method stayed as it
+  // was and ran unlocked; with standard ones it was replaced by the decorator, failing only when called.
+  it('@Locked without arguments fails when the class is defined, under either kind of decorator', () => {
+    const bare = SOURCE.replace("@Locked('pay:<0>')", '@Locked');
+    expect(bare).not.toBe(SOURCE);
+    expect(() => defineWith(true, bare)).toThrow(LockKeyError);
+    expect(() => defineWith(true, bare)).toThrow(
+      "@Locked on Payments.pay: @Locked was applied without arguments, which would leave the method unlocked. Give it the key, e.g. @Locked('order:<0>')",
+    );
+    expect(() => defineWith(false, bare)).toThrow(
+      /Invalid option "experimentalDecorators": @Locked on method pay was applied as a standard \(TC39\) decorator/,
     );
   });
 
