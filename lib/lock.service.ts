@@ -85,6 +85,13 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
       // Spread below, anything would pass as "no options".
       if (options !== undefined) assertOptionsObject('tryAcquire options', options);
       // Overridden below: a caller asking to wait ('retry') or for LockBusyError ('throw') would get null instead, unseen.
+      if ((options as Record<string, unknown> | undefined)?.waitTimeout !== undefined) {
+        throw new LockOptionsError(
+          'options.waitTimeout',
+          'tryAcquire() makes one attempt and resolves to null when the key is busy, so nothing would wait. ' +
+            'To wait up to waitTimeout, use acquire(key, { waitTimeout }); otherwise leave it out.',
+        );
+      }
       const onBusy = (options as Record<string, unknown> | undefined)?.onBusy;
       if (onBusy !== undefined && onBusy !== 'fail-fast') {
         throw new LockOptionsError(
