@@ -17,9 +17,23 @@ export function encodeDeferredArguments(args: readonly unknown[], where: string)
   const undefinedArgs: number[] = [];
   args.forEach((arg, i) => {
     if (arg === undefined) undefinedArgs.push(i);
-    else assertJsonSafe(arg, `args[${i}]`, new Set(), where);
+    else assertReadable(() => assertJsonSafe(arg, `args[${i}]`, new Set(), where), `args[${i}]`, where);
   });
   return { args: args.map((a) => (a === undefined ? null : a)), undefinedArgs };
+}
+
+/**
+ * A getter, or a Proxy trap, that throws while the argument is read: a DeferArgumentError (nothing enqueued, the
+ * method not run) rather than that error escaping as if the method had thrown it.
+ */
+function assertReadable(check: () => void, path: string, where: string): void {
+  try {
+    check();
+  } catch (error) {
+    if (error instanceof DeferArgumentError) throw error;
+    const what = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    throw new DeferArgumentError(where, path, `a value that threw when read (${what}), so it cannot be written as JSON`);
+  }
 }
 
 /** The method's arguments back from a job. */

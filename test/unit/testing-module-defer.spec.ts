@@ -164,6 +164,16 @@ describe('onBusy defer in DistributedLockTestingModule', () => {
     const answers = await Promise.all(['a', 'b', 'c'].map((text) => mailer.send('1', { text })));
     expect(answers.map((a) => (a as Deferred).jobId)).toEqual(['1', '2', '3']);
     await expect(mailer.send('1', { text: new Date() as never })).rejects.toBeInstanceOf(DeferArgumentError);
+    // A getter (or Proxy trap) that throws while the argument is checked: it escaped as if the method had thrown it.
+    const unreadable = {
+      get text(): string {
+        throw new TypeError('session expired');
+      },
+    };
+    await expect(mailer.send('1', unreadable)).rejects.toThrow(
+      /^@Locked on Mailer\.send: the call cannot be deferred: args\[1\] is a value that threw when read \(TypeError: session expired\)/,
+    );
+    await expect(mailer.send('1', unreadable)).rejects.toBeInstanceOf(DeferArgumentError);
     other.release();
     await testing.deferredJobsSettled();
     expect(seen.calls).toEqual(['1:a', '1:b', '1:c']);
