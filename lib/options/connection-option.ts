@@ -25,6 +25,33 @@ export function assertConnectionOption(where: string, option: unknown): void {
         "Give the shared server's host and port, or a URL.",
     );
   }
+  if (o.path !== undefined) return;
+  assertHostAndPort(where, o.host, o.port);
+  if (o.host === undefined) {
+    throw new LockOptionsError(
+      where,
+      `names only a port (${String(o.port)}): ioredis would connect to localhost on every instance. Give the shared server's host too.`,
+    );
+  }
+}
+
+/**
+ * A host and port as given in ioredis options (a Redis server's or a Sentinel's). An empty host is read as localhost,
+ * and a port that is not one (NaN from a missing setting, a float, out of range) fails only when connecting: every
+ * lock call then waited out its commandTimeout, and startup its startupTimeout, to report "not reachable".
+ */
+function assertHostAndPort(where: string, host: unknown, port: unknown): void {
+  if (host !== undefined && (typeof host !== 'string' || host.length === 0)) {
+    throw new LockOptionsError(
+      `${where}.host`,
+      `expected the server's host name or address (a non-empty string), got ${describeValue(host)}; ioredis would connect to localhost.`,
+    );
+  }
+  if (port === undefined) return;
+  const number = typeof port === 'string' && /^\d+$/.test(port) ? Number(port) : port;
+  if (typeof number !== 'number' || !Number.isInteger(number) || number < 1 || number > 65_535) {
+    throw new LockOptionsError(`${where}.port`, `expected a TCP port, an integer from 1 to 65535, got ${describeValue(port)}.`);
+  }
 }
 
 /**
@@ -53,10 +80,19 @@ export function parseRedisUrl(where: string, url: string): URL | string {
       `expected a redis:// or rediss:// URL (rediss for TLS), got the scheme "${parsed.protocol}" in ${describeValue(url)}.`,
     );
   }
+  if (parsed.port === '0') throw new LockOptionsError(where, `expected a TCP port from 1 to 65535 in ${describeValue(url)}, got 0.`);
   return parsed;
 }
 
 function assertSentinels(where: string, sentinels: unknown, name: unknown): void {
+  if (Array.isArray(sentinels)) {
+    sentinels.forEach((s, i) => {
+      if (typeof s === 'object' && s !== null) {
+        const { host, port } = s as { host?: unknown; port?: unknown };
+        assertHostAndPort(`${where}.sentinels[${i}]`, host, port);
+      }
+    });
+  }
   const valid =
     Array.isArray(sentinels) &&
     sentinels.length > 0 &&

@@ -238,10 +238,39 @@ describe('LockService against a real redis-server: acquire, release, validation'
       ['a port alone (localhost on every instance)', '6379', /names only a port/],
       ['Sentinels that are not a list', { sentinels: 'x', name: 'm' }, /non-empty array/],
       ['Sentinels without the primary name', { sentinels: [{ host: '127.0.0.1', port: 26379 }] }, /name of the primary/],
+      // Below: each failed only when connecting, after startupTimeout ("not reachable"), or went to localhost.
+      [
+        'a port that is not a number (a missing setting)',
+        { host: '10.0.0.1', port: 'abc' },
+        /"redis\.port": expected a TCP port, an integer from 1 to 65535, got the string "abc"/,
+      ],
+      ['a port out of range', { host: '10.0.0.1', port: 70_000 }, /"redis\.port": expected a TCP port.*got the number 70000/],
+      ['a fractional port', { host: '10.0.0.1', port: 6379.5 }, /"redis\.port".*got the number 6379\.5/],
+      ['port 0 in a URL', 'redis://10.0.0.1:0', /expected a TCP port from 1 to 65535 in the string "redis:\/\/10\.0\.0\.1:0", got 0/],
+      [
+        'an empty host (localhost on every instance)',
+        { host: '', port: 6379 },
+        /"redis\.host": expected the server's host name.*connect to localhost/,
+      ],
+      [
+        'a port without a host (localhost on every instance)',
+        { port: 6379 },
+        /names only a port \(6379\): ioredis would connect to localhost on every instance/,
+      ],
+      [
+        'a Sentinel with a bad port',
+        { sentinels: [{ host: '10.0.0.1', port: NaN }], name: 'm' },
+        /"redis\.sentinels\[0\]\.port": expected a TCP port.*got NaN/,
+      ],
     ])('refuses a redis option that is %s before connecting (ioredis would use localhost:6379, or throw a TypeError)', (_, redis, message) => {
       const make = () => new LockService({ redis: redis as never });
       expect(make).toThrow(LockOptionsError);
       expect(make).toThrow(message);
+    });
+
+    it('takes a port given as a string of digits (an environment variable), as ioredis does', () => {
+      const service = new LockService({ redis: { host: '10.0.0.1', port: '6379' as never }, requireRedisAtStartup: false });
+      return service.close();
     });
 
     it('takes the URL forms ioredis takes: host:port without a scheme, //host:port', async () => {
