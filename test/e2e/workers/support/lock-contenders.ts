@@ -16,7 +16,10 @@ export interface Grant extends Section {
 }
 
 export interface Failure {
+  /** When the call settled (hrMs). */
   at: number;
+  /** When the call was made (hrMs): with `at`, the stretch a timed-out wait covered. */
+  startedAt: number;
   operation: 'acquire' | 'release';
   error: unknown;
 }
@@ -72,10 +75,11 @@ export class LockContenders {
     const { key, holdMs, backoffMs } = this.options;
     while (this.running) {
       let lock: Lock;
+      const acquireAt = hrMs();
       try {
         lock = await this.calls.track(`w${worker} acquire`, service.acquire(key));
       } catch (error) {
-        this.failures.push({ at: hrMs(), operation: 'acquire', error });
+        this.failures.push({ at: hrMs(), startedAt: acquireAt, operation: 'acquire', error });
         await sleep(backoffMs);
         continue;
       }
@@ -87,10 +91,11 @@ export class LockContenders {
       signal.removeEventListener('abort', onLost);
       grant.exitAt = grant.lostAt ?? exitStamp(lock);
       this.grants.push(grant);
+      const releaseAt = hrMs();
       try {
         await this.calls.track(`w${worker} release`, lock.release());
       } catch (error) {
-        this.failures.push({ at: hrMs(), operation: 'release', error });
+        this.failures.push({ at: hrMs(), startedAt: releaseAt, operation: 'release', error });
         await sleep(backoffMs);
       }
     }
