@@ -238,12 +238,32 @@ export class WakeChannel implements HandoverChannel {
   private connect(): RedisClient {
     if (this.connection) return this.connection;
     // Connects now, whether or not the source was made with lazyConnect (ours are: see createRedisConnection).
-    const connection = isClusterClient(this.source) ? this.source.duplicate() : this.source.duplicate({ lazyConnect: false });
+    // A connection that comes back subscribes again through resubscribe(), not ioredis' autoResubscribe.
+    const connection = isClusterClient(this.source) ? this.source.duplicate() : this.source.duplicate({ lazyConnect: false, autoResubscribe: false });
     reopenWhenEnded(connection);
     connection.on('error', (error: Error) => this.logger.debug?.(`Subscriber connection: ${error.message}`));
     connection.on('message', (_channel: string, message: string) => this.deliver(message));
+    if (!isClusterClient(this.source)) connection.on('ready', () => this.resubscribe(connection as Redis));
     this.connection = connection;
     return connection;
+  }
+
+  /**
+   * The subscriber connection is back (a failover, a dropped socket): subscribe again. ioredis' own
+   * resubscribe, sent from its ready handler, is refused without an offline queue (ours have none) when
+   * the socket closed again before it was written: an unhandled rejection, and the subscription was gone
+   * for good while the channel still said confirmed, so no handover reached this service's waiters any
+   * more (each waited for its next refresh). A failure here marks the channel unconfirmed: the next wait
+   * subscribes again.
+   */
+  private resubscribe(connection: Redis): void {
+    if (!this.confirmed || this.closed || connection !== this.connection) return;
+    connection.subscribe(this.name).catch((error: Error) => {
+      if (connection !== this.connection || this.closed) return;
+      this.logger.debug?.(`Subscribing again to ${this.name} failed, the next wait subscribes: ${error.message}`);
+      this.confirmed = false;
+      this.subscribing = undefined;
+    });
   }
 
   private deliver(message: string): void {

@@ -225,6 +225,56 @@ describe('handover', () => {
     expect(await lock.release()).toBe(true);
   });
 
+  it('the subscriber connection comes back and its resubscribe is refused (its socket closed again first): no unhandled rejection, and the next wait subscribes again', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const holder = await makeService();
+      const { source, subscribers } = clientWithSubscribers();
+      const waiter = await makeService({ redis: source });
+      /** The waiter queued behind a held key; resolves once the release handed it over and both let go. */
+      const handOver = async (key: string) => {
+        const held = await holder.acquire(key);
+        const waiting = suite.calls.track(`waiter for ${key}`, waiter.acquire(key));
+        expect(await pollUntil(async () => (await suite.client.llen(`ho:{${key}}:q`)) === 1, 2_000)).toBe(true);
+        return { held, waiting };
+      };
+      const first = await handOver('resub');
+      expect(await pollUntil(() => subscribers[0]?.status === 'ready', 2_000)).toBe(true);
+      const channels = (await suite.client.pubsub('CHANNELS', 'ho:waiters:*')) as string[];
+      expect(channels).toHaveLength(1);
+      const subscribed = async () => Number(((await suite.client.pubsub('NUMSUB', channels[0])) as [string, number])[1]) === 1;
+      expect(await pollUntil(subscribed, 1_000)).toBe(true);
+      expect(await first.held.release()).toBe(true);
+      expect(await (await first.waiting).release()).toBe(true);
+
+      // The fault: the subscriber's connection drops, and the SUBSCRIBE that follows its reconnect is refused the way
+      // ioredis refuses it when the socket closed again between its ready check and that command (seen after a
+      // Sentinel failover: the +switch-master reconnect).
+      const subscriber = subscribers[0];
+      const subscribe = subscriber.subscribe.bind(subscriber) as (...args: unknown[]) => Promise<unknown>;
+      let refused = 0;
+      subscriber.subscribe = (...args: unknown[]) => {
+        if (refused++ > 0) return subscribe(...args);
+        return Promise.reject(new Error("Stream isn't writeable and enableOfflineQueue options is false"));
+      };
+      await suite.client.client('KILL', 'TYPE', 'pubsub');
+      expect(await pollUntil(() => refused === 1 && subscriber.status === 'ready', 3_000)).toBe(true);
+      await sleep(100);
+
+      // The next wait subscribes again. Before: the channel still counted as subscribed, nobody subscribed it, and
+      // every handover to this service went unheard (0 subscribers, for good), besides the unhandled rejection.
+      const second = await handOver('resub');
+      expect(await pollUntil(subscribed, 2_000)).toBe(true);
+      expect(await second.held.release()).toBe(true);
+      expect(await (await second.waiting).release()).toBe(true);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it("a waiter's own attempt that finds the key handed to it takes it with a full lease", async () => {
     const holder = await makeService();
     const held = await holder.acquire('own');
