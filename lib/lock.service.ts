@@ -5,8 +5,6 @@ import { LockEngine } from './core/lock-engine';
 import type { LockStats } from './core/lock-stats';
 import { DISTRIBUTED_LOCK_OPTIONS } from './distributed-lock.module-definition';
 import { LockBusyError } from './errors/lock-busy.error';
-import { describeValue } from './errors/describe-value';
-import { LockOptionsError } from './errors/lock-options.error';
 import type { DistributedLockModuleOptions } from './options/distributed-lock-module-options.interface';
 import type { LockOptions, WithLockOptions } from './options/lock-options.interface';
 import type { ResolvedLockOptions } from './options/resolve-options';
@@ -58,14 +56,6 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
     let resolved: ResolvedLockOptions;
     try {
       resolved = this.engine.resolve(options);
-      // Known to withLock (the options objects may be shared), but never read here: a busy 'fail-fast' key is null.
-      if ((options as { fallback?: unknown } | undefined)?.fallback !== undefined) {
-        throw new LockOptionsError(
-          'options.fallback',
-          "is read by withLock() and @Locked only: acquire() resolves to null when the key is busy with onBusy: 'fail-fast'. " +
-            "Test for null, or use withLock(key, fn, { onBusy: 'fail-fast', fallback }).",
-        );
-      }
     } catch (error) {
       return Promise.reject(error);
     }
@@ -84,22 +74,6 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
     try {
       // Spread below, anything would pass as "no options".
       if (options !== undefined) assertOptionsObject('tryAcquire options', options);
-      // Overridden below: a caller asking to wait ('retry') or for LockBusyError ('throw') would get null instead, unseen.
-      if ((options as Record<string, unknown> | undefined)?.waitTimeout !== undefined) {
-        throw new LockOptionsError(
-          'options.waitTimeout',
-          'tryAcquire() makes one attempt and resolves to null when the key is busy, so nothing would wait. ' +
-            'To wait up to waitTimeout, use acquire(key, { waitTimeout }); otherwise leave it out.',
-        );
-      }
-      const onBusy = (options as Record<string, unknown> | undefined)?.onBusy;
-      if (onBusy !== undefined && onBusy !== 'fail-fast') {
-        throw new LockOptionsError(
-          'options.onBusy',
-          `tryAcquire() makes one attempt and resolves to null when the key is busy; it takes no other onBusy, got ${describeValue(onBusy)}. ` +
-            `To wait for the key or get LockBusyError, use acquire(key, { onBusy: 'retry' }) or acquire(key, { onBusy: 'throw' }).`,
-        );
-      }
     } catch (error) {
       return Promise.reject(error);
     }

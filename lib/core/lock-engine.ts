@@ -4,7 +4,6 @@ import { AcquireContext, AcquireTally, acquireOneKey } from './acquire/acquire-o
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockBusyError } from '../errors/lock-busy.error';
 import { LockKeyError } from '../errors/lock-key.error';
-import { LockOptionsError } from '../errors/lock-options.error';
 import { describeValue } from '../errors/describe-value';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import { LockLostError } from '../errors/lock-lost.error';
@@ -146,10 +145,6 @@ export class LockEngine implements LockRuntime {
   ): Promise<T | F> {
     if (typeof fn !== 'function') throw new DistributedLockError('withLock(key, fn): fn must be a function.');
     const resolved = this.resolve(options);
-    // As @Locked refuses it: a fallback beside a policy that never uses it would be ignored unseen.
-    if (options?.fallback !== undefined && options.onBusy !== undefined && options.onBusy !== 'fail-fast') {
-      throw new LockOptionsError('options.fallback', `a fallback is only used with onBusy: 'fail-fast', not '${String(options.onBusy)}'.`);
-    }
     let lock: Lock;
     try {
       lock = await this.take(key, resolved, true);

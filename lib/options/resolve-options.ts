@@ -90,15 +90,6 @@ export function resolveLockOptions(
     },
     onLockLost: assertFunctionOrUndefined(`${where}.onLockLost`, given(o.onLockLost, base.onLockLost)),
   };
-  // Per call (the module's defaults serve calls of every policy): 'throw' and 'fail-fast' never wait, so a bound given
-  // beside them in the same call is a wait the caller expects and does not get ("try for 5 s, then the fallback").
-  if (knownKeys && o.waitTimeout !== undefined && o.onBusy !== undefined && o.onBusy !== 'retry') {
-    throw new LockOptionsError(
-      `${where}.waitTimeout`,
-      `is only used with onBusy: 'retry'; onBusy '${o.onBusy}' makes one attempt and ${o.onBusy === 'throw' ? 'throws LockBusyError' : 'gives up'} at once, ` +
-        `so nothing would wait. To wait and then give up, use onBusy: 'retry' (LockTimeoutError when the wait runs out); otherwise leave waitTimeout out.`,
-    );
-  }
   if (resolved.retryDelay.max < resolved.retryDelay.min) {
     throw new LockOptionsError(
       `${where}.retryDelay.max`,

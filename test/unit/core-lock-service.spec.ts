@@ -1,5 +1,5 @@
 import { resolveDeferOptions } from '../../lib/defer/resolve-defer-options';
-import { Locked, LockBusyError, LockConnectionError, LockKeyError, LockLostError, LockOptionsError, LockService, LockTimeoutError } from '../../lib';
+import { LockBusyError, LockConnectionError, LockKeyError, LockLostError, LockOptionsError, LockService, LockTimeoutError } from '../../lib';
 import { RedisProcess } from '../harness/redis-process';
 import { commandCalls, pollUntil, redisSuite, sleep } from './core-helpers';
 
@@ -295,45 +295,6 @@ describe('LockService against a real redis-server: acquire, release, validation'
       await expect(locks.acquire('k', { ttll: 50 } as never)).rejects.toThrow(/options\.ttll": is not an option; did you mean ttl\?/);
       await expect(locks.acquire('k', { retryDelay: { minimum: 5 } } as never)).rejects.toThrow(/retryDelay\.minimum": is not an option/);
       await expect(locks.tryAcquire('k', { TTL: 50 } as never)).rejects.toThrow(/did you mean ttl\?/);
-    });
-
-    // Before: taken, and ignored. acquire() resolved to null, not the fallback; tryAcquire({ onBusy: 'throw' }) to null,
-    // not LockBusyError; withLock({ onBusy: 'throw', fallback }) never used it (the same options on @Locked were refused).
-    it('refuses options the call would ignore: a fallback outside withLock or beside a policy that never uses it, waitTimeout beside one that never waits, onBusy on tryAcquire', async () => {
-      const fn = jest.fn();
-      await expect(locks.acquire('k', { onBusy: 'fail-fast', fallback: 'skipped' } as never)).rejects.toThrow(
-        /^Invalid option "options\.fallback": is read by withLock\(\) and @Locked only: acquire\(\) resolves to null/,
-      );
-      await expect(locks.tryAcquire('k', { fallback: 'skipped' } as never)).rejects.toThrow(/"options\.fallback": is read by withLock\(\)/);
-      for (const onBusy of ['retry', 'throw'] as const) {
-        await expect(locks.tryAcquire('k', { onBusy } as never)).rejects.toThrow(
-          `Invalid option "options.onBusy": tryAcquire() makes one attempt and resolves to null when the key is busy; it takes no other onBusy, got the string "${onBusy}".`,
-        );
-        await expect(locks.withLock('k', fn, { onBusy, fallback: 'skipped' } as never)).rejects.toThrow(
-          `Invalid option "options.fallback": a fallback is only used with onBusy: 'fail-fast', not '${onBusy}'.`,
-        );
-      }
-      expect(fn).not.toHaveBeenCalled();
-      // waitTimeout beside a policy that never waits: "try for 5 s, then the fallback" made one attempt.
-      await expect(locks.withLock('k', fn, { onBusy: 'fail-fast', waitTimeout: 5_000, fallback: 'skipped' })).rejects.toThrow(
-        /^Invalid option "options\.waitTimeout": is only used with onBusy: 'retry'; onBusy 'fail-fast' makes one attempt and gives up at once/,
-      );
-      await expect(locks.acquire('k', { onBusy: 'throw', waitTimeout: 5_000 })).rejects.toThrow(
-        /"options\.waitTimeout": is only used with onBusy: 'retry'; onBusy 'throw' makes one attempt and throws LockBusyError at once/,
-      );
-      await expect(locks.tryAcquire('k', { waitTimeout: 5_000 } as never)).rejects.toThrow(
-        /^Invalid option "options\.waitTimeout": tryAcquire\(\) makes one attempt .* use acquire\(key, \{ waitTimeout \}\)/,
-      );
-      expect(() => {
-        class Checkout {
-          @Locked('cart:<0>', { onBusy: 'fail-fast', waitTimeout: 5_000 })
-          async pay(_id: string): Promise<void> {}
-        }
-        return Checkout;
-      }).toThrow(/"@Locked on Checkout\.pay options\.waitTimeout": is only used with onBusy: 'retry'/);
-      expect(fn).not.toHaveBeenCalled();
-      // What they do read is still taken: an options object shared with withLock, without a fallback value.
-      await expect(locks.tryAcquire('k', { onBusy: 'fail-fast', fallback: undefined } as never)).rejects.toBeInstanceOf(LockConnectionError);
     });
 
     it("refuses onBusy 'defer' outside @Locked, saying where it belongs", async () => {
