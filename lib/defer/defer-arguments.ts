@@ -1,3 +1,4 @@
+import { describeThrown } from '../errors/thrown-value';
 import { DeferArgumentError } from '../errors/defer-argument.error';
 
 /** Arguments as stored in a job: JSON-safe values, and which top-level arguments were `undefined` (JSON would make them null). */
@@ -31,8 +32,7 @@ function assertReadable(check: () => void, path: string, where: string): void {
     check();
   } catch (error) {
     if (error instanceof DeferArgumentError) throw error;
-    const what = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    throw new DeferArgumentError(where, path, `a value that threw when read (${what}), so it cannot be written as JSON`);
+    throw new DeferArgumentError(where, path, `a value that threw when read (${describeThrown(error)}), so it cannot be written as JSON`);
   }
 }
 

@@ -1,3 +1,4 @@
+import { describeThrown, isHttpException } from '../errors/thrown-value';
 import { LockKeyError } from '../errors/lock-key.error';
 import { describeValue } from '../errors/describe-value';
 import { KeyTemplate, parseKeyTemplate } from './key-template';
@@ -56,9 +57,9 @@ function functionSource(fn: (...args: never[]) => unknown, where: string): Compi
         // As for a template's getter that throws (resolve-key-template.ts): a key function reading dto.order.id of a dto
         // without an order is a key that cannot be built, a LockKeyError (400 over HTTP), not a TypeError escaping as a 500.
         // Its own LockKeyError (lockKey() inside) and an HTTP exception (its own answer, e.g. 403) pass as they are.
-        if (error instanceof LockKeyError || typeof (error as { getStatus?: unknown } | null)?.getStatus === 'function') throw error;
+        if (error instanceof LockKeyError || isHttpException(error)) throw error;
         throw new LockKeyError(
-          `${where}: the key function threw ${error instanceof Error ? `${error.name}: ${error.message}` : describeValue(error)}; ` +
+          `${where}: the key function threw ${describeThrown(error)}; ` +
             `it must return the key for every call it is given, or throw an HTTP exception (e.g. BadRequestException) saying what is missing. ` +
             `The method was not run.`,
           { cause: error },

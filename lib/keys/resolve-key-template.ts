@@ -1,3 +1,4 @@
+import { describeThrown, isHttpException } from '../errors/thrown-value';
 import { LockKeyError } from '../errors/lock-key.error';
 import { MAX_KEY_BYTES } from './key-limits';
 import { describeValue, quoted } from '../errors/describe-value';
@@ -40,12 +41,11 @@ function valueAt(placeholder: KeyPlaceholder, args: readonly unknown[], where: s
       value = (value as Record<string, unknown>)[name];
     } catch (error) {
       // A getter (or Proxy) that throws is a key that cannot be built, like a missing property: a LockKeyError
-      // (400 over HTTP), not the getter's own error escaping as a 500. An HTTP exception (Nest's: it has getStatus)
-      // is the getter's own answer, a 403 for a caller without a tenant say, and is passed on as it is.
-      if (typeof (error as { getStatus?: unknown } | null)?.getStatus === 'function') throw error;
+      // (400 over HTTP), not the getter's own error escaping as a 500; an HTTP exception is the getter's own answer.
+      if (isHttpException(error)) throw error;
       throw new LockKeyError(
         `${where}: placeholder ${placeholder.source} cannot be resolved: reading "${name}" of ${walked}> threw ` +
-          `${error instanceof Error ? `${error.name}: ${error.message}` : describeValue(error)}. The method was not run.`,
+          `${describeThrown(error)}. The method was not run.`,
         { cause: error },
       );
     }
