@@ -243,7 +243,7 @@ export class WakeChannel implements HandoverChannel {
     reopenWhenEnded(connection);
     connection.on('error', (error: Error) => this.logger.debug?.(`Subscriber connection: ${error.message}`));
     connection.on('message', (_channel: string, message: string) => this.deliver(message));
-    if (!isClusterClient(this.source)) connection.on('ready', () => this.resubscribe(connection as Redis));
+    if (!isClusterClient(this.source)) connection.on('ready', () => this.resubscribe(connection));
     this.connection = connection;
     return connection;
   }
@@ -256,9 +256,10 @@ export class WakeChannel implements HandoverChannel {
    * more (each waited for its next refresh). A failure here marks the channel unconfirmed: the next wait
    * subscribes again.
    */
-  private resubscribe(connection: Redis): void {
+  private resubscribe(connection: RedisClient): void {
     if (!this.confirmed || this.closed || connection !== this.connection) return;
-    connection.subscribe(this.name).catch((error: Error) => {
+    // As a wait subscribes: bounded by commandTimeout, so a SUBSCRIBE never answered also makes the next wait subscribe.
+    this.subscribe().catch((error: Error) => {
       if (connection !== this.connection || this.closed) return;
       this.logger.debug?.(`Subscribing again to ${this.name} failed, the next wait subscribes: ${error.message}`);
       this.confirmed = false;

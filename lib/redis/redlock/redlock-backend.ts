@@ -91,14 +91,14 @@ export class RedlockBackend implements LockBackend {
   }
 
   /**
-   * The checks startup could not wait for, run on each of `nodes` once it connects (bounded by `timeoutMs`),
-   * without holding startup up: a Redis Cluster member is refused its votes (a node connecting after the majority,
+   * The checks startup could not wait for, run on each node once it connects (bounded by `timeoutMs`),
+   * without holding startup up: a Redis Cluster member among `unchecked` is refused its votes (a node connecting after the majority,
    * or any node when startup does not wait for Redis; the error is logged, as startup can no longer fail), and an
    * evicting node is warned about (eviction-warning.ts; every node's, those of the majority too).
    */
-  private checkEachNodeOnceUp(nodes: readonly RedlockNode[], timeoutMs: number): void {
+  private checkEachNodeOnceUp(unchecked: readonly RedlockNode[], timeoutMs: number): void {
     for (const node of this.nodes) {
-      const late = nodes.includes(node);
+      const late = unchecked.includes(node);
       void waitUntilReady(node.client, timeoutMs)
         .then(async (up) => {
           if (!up) return;
