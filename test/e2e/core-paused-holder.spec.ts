@@ -86,25 +86,28 @@ describe('T2 holder paused past its TTL', () => {
       const aborted = find('aborted');
       const extend = find('extend');
       const lateWrite = find('late-write');
+      const stamped = lines.filter((l) => l.at !== undefined);
       const ticks = lines.filter((l) => l.event === 'tick').map((l) => stampMs(l.at));
-      const lastTickBefore = Math.max(...ticks.filter((t) => t < pausedAt));
-      const firstTickAfter = Math.min(...ticks.filter((t) => t >= pausedAt));
       const ticksAfterResume = ticks.filter((t) => t >= resumedAt).length;
-      // What A did from SIGCONT on, in the order it did it (its stdout is one ordered stream).
-      const afterResume = lines.filter((l) => l.at !== undefined && stampMs(l.at) >= resumedAt).map((l) => l.event as string);
+      // A's last line before the pause and its first after it (its stdout is one ordered stream).
+      const lastBefore = stamped.filter((l) => stampMs(l.at) < pausedAt).at(-1)!;
+      const firstAfter = stamped.find((l) => stampMs(l.at) >= pausedAt)!;
+      // What A did from SIGCONT on, in the order it did it.
+      const afterResume = stamped.filter((l) => stampMs(l.at) >= resumedAt).map((l) => l.event as string);
       const abortLatency = stampMs(aborted.at) - resumedAt;
-      // When A ran again at all: its first overdue timer (a tick) after SIGCONT.
-      const resumeLatency = firstTickAfter - resumedAt;
+      // When A ran again at all: its first line after SIGCONT.
+      const resumeLatency = stampMs(firstAfter.at) - resumedAt;
+      const lineGap = stampMs(firstAfter.at) - stampMs(lastBefore.at);
       console.log(
-        `T2 round ${round}: paused ${Math.round(resumedAt - pausedAt)} ms, tick gap ${Math.round(firstTickAfter - lastTickBefore)} ms, ` +
+        `T2 round ${round}: paused ${Math.round(resumedAt - pausedAt)} ms, line gap ${Math.round(lineGap)} ms (last before: ${lastBefore.event}), ` +
           `B acquired ${Math.round(bAcquiredAt - pausedAt)} ms into the pause, A ran again ${resumeLatency.toFixed(1)} ms after SIGCONT ` +
           `and its signal aborted ${abortLatency.toFixed(1)} ms after SIGCONT (reason ${aborted.reason}); after the resume: ${afterResume.join(' -> ')}; ` +
           `fences A ${acquired.fence} < B ${lockB.fencingToken}, late write accepted=${lateWrite.accepted}`,
       );
 
       // The pause really happened: A wrote nothing while stopped, and B got the key inside that window.
-      expect(ticks.filter((t) => t > pausedAt && t < resumedAt)).toEqual([]);
-      expect(firstTickAfter - lastTickBefore).toBeGreaterThanOrEqual(PAUSE_MS);
+      expect(stampMs(firstAfter.at)).toBeGreaterThanOrEqual(resumedAt);
+      expect(lineGap).toBeGreaterThanOrEqual(PAUSE_MS);
       expect(bAcquiredAt).toBeGreaterThan(pausedAt);
       expect(bAcquiredAt).toBeLessThan(resumedAt);
 
@@ -116,11 +119,19 @@ describe('T2 holder paused past its TTL', () => {
       // overdue timer aborted it just before that step, or the step's read of the signal did; either
       // way the work stopped right there and did nothing more under a lease it no longer had. (How
       // soon after SIGCONT that turn came is the OS's scheduling of A: measured, and logged.)
-      expect([
-        ['aborted', 'tick', 'noticed'],
-        ['tick', 'aborted', 'noticed'],
-      ]).toContainEqual(afterResume.slice(0, 3));
-      expect(ticksAfterResume).toBe(1);
+      if (lastBefore.event === 'tick' && afterResume[0] === 'aborted' && afterResume[1] === 'noticed') {
+        // The stop landed inside a step, between its tick and its look at the signal (seen under load, 1 run in
+        // about 100): that look, the first thing A did after SIGCONT, found the lease gone (the signal getter
+        // checks the deadline) and the loop ended there, with no further tick.
+        expect(ticksAfterResume).toBe(0);
+      } else {
+        // The stop landed while A waited for its next step (nearly always).
+        expect([
+          ['aborted', 'tick', 'noticed'],
+          ['tick', 'aborted', 'noticed'],
+        ]).toContainEqual(afterResume.slice(0, 3));
+        expect(ticksAfterResume).toBe(1);
+      }
       expect(find('noticed').isHeld).toBe(false);
       // No library call of A succeeded after the resume: extend refused, release found nothing of A's.
       expect(extend).toMatchObject({ ok: false, name: 'LockLostError' });
