@@ -2,7 +2,7 @@
  * Many waiters in one process, for the dead-waiters test: queues WAITERS acquisitions of KEY behind
  * its holder and then just waits (refreshing their places) until the parent kills it with -9.
  *
- * env: REDIS_URL, KEY, KEY_PREFIX, WAITERS, WAITER_LEASE.
+ * env: REDIS_URL (or NODES, comma-separated Redlock node URLs), KEY, KEY_PREFIX, WAITERS, WAITER_LEASE.
  * Lines: ready, queued {count} (every acquire was sent), acquired (must never happen: the key stays held).
  */
 import { LockService } from '../../../lib';
@@ -12,8 +12,9 @@ import { requiredEnv } from './support/worker-env';
 const env = requiredEnv('queued-waiters.worker');
 
 async function main(): Promise<void> {
+  const nodes = process.env.NODES?.split(',');
   const locks = new LockService({
-    redis: env('REDIS_URL'),
+    ...(nodes ? { nodes, nodeRecoveryDelay: 0 } : { redis: env('REDIS_URL') }),
     keyPrefix: env('KEY_PREFIX'),
     waiterLease: Number(env('WAITER_LEASE')),
     waitTimeout: 600_000,
