@@ -68,6 +68,8 @@ export class MemoryLockStore implements LockStore {
     if (!state.places.has(token)) state.queue.push(token);
     state.places.set(token, now + this.waiterLease);
     state.queueUntil = now + this.waiterLease * 2;
+    // Places of waiters that stopped refreshing while the lock stayed busy (drop_lapsed_places).
+    if (dropLapsedPlaces(state, now)) head = state.queue[0];
     return Promise.resolve({ acquired: false, holderTtl, position: head === undefined || head === token ? 0 : 1, lastFence });
   }
 
@@ -136,6 +138,20 @@ export class MemoryLockStore implements LockStore {
 }
 
 /** drop_stale_heads: drops queue heads whose place lapsed, stopping at `keep`; returns the new head. */
+/**
+ * drop_lapsed_places (lua-functions.ts): a busy attempt, its own place just refreshed, drops the places that
+ * lapsed anywhere in the queue (on Redis a few per attempt); returns whether it dropped any.
+ */
+function dropLapsedPlaces(state: MemoryKeyState, now: number): boolean {
+  const before = state.queue.length;
+  state.queue = state.queue.filter((token) => {
+    if (state.placeUntil(token) > now) return true;
+    state.places.delete(token);
+    return false;
+  });
+  return state.queue.length < before;
+}
+
 function dropStaleHeads(state: MemoryKeyState, keep: string, now: number): string | undefined {
   let head = state.queue[0];
   while (head !== undefined && head !== keep && state.placeUntil(head) <= now) {

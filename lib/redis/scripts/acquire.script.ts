@@ -88,6 +88,8 @@ local new_place = redis.call('ZADD', KEYS[4], now_ms + lease, token) == 1
 if new_place then redis.call('RPUSH', KEYS[3], token) end
 redis.call('PEXPIRE', KEYS[3], lease * 2)
 redis.call('PEXPIRE', KEYS[4], lease * 2)
+-- Places of waiters that died while the lock stayed busy: a few per attempt (see drop_lapsed_places).
+if drop_lapsed_places(KEYS[3], KEYS[4], now_ms) > 0 then head = redis.call('LINDEX', KEYS[3], 0) end
 if queued and not head then
   -- A first attempt that found a queue is behind it, unless its token had a place already (an
   -- earlier attempt whose reply was lost): only then is the head worth reading.

@@ -31,6 +31,13 @@ export const FENCE_RETENTION_MS = 3_600_000;
 export const STALE_WAITERS_PER_CALL = 256;
 
 /**
+ * Most lapsed places one busy attempt drops (drop_lapsed_places). Each costs an LREM, which walks the
+ * queue list, so far fewer than a free lock's STALE_WAITERS_PER_CALL; a live waiter refreshes three
+ * times per waiterLease, so a few per attempt clear the places of a crashed process within seconds.
+ */
+export const LAPSED_PLACES_PER_BUSY_ATTEMPT = 16;
+
+/**
  * Largest last token accepted: the next one (+1) is still an exact integer in Lua and JavaScript
  * (2^53 - 1). Clock-based tokens are near 1.8e15, so a value above this was not written by us.
  */
@@ -164,6 +171,22 @@ local function drop_stale_heads(queue, waiters, head, keep, now_ms)
     head = next_head
   end
   return head
+end
+
+-- Drops at most LAPSED_PLACES_PER_BUSY_ATTEMPT places that lapsed (oldest first) while the lock is busy;
+-- returns how many. A free lock drops lapsed heads as it is passed on, but a lock held for weeks (a
+-- leader's, renewed by its watchdog) never is free, and its live waiters' refreshes push the queue keys'
+-- expiry on: the place of every waiter that died meanwhile (kill -9, an abandon lost to a network blip)
+-- stayed, one more per dead waiter. Called by a busy attempt after it set its own place, so the queue
+-- keeps that one and is never emptied here (see the top of this file). The range read is O(log n); each
+-- drop walks the list (LREM), only when a place did lapse.
+local function drop_lapsed_places(queue, waiters, now_ms)
+  local lapsed = redis.call('ZRANGEBYSCORE', waiters, '-inf', string.format('%.0f', now_ms), 'LIMIT', 0, ${LAPSED_PLACES_PER_BUSY_ATTEMPT})
+  for _, waiter in ipairs(lapsed) do
+    redis.call('LREM', queue, 1, waiter)
+    redis.call('ZREM', waiters, waiter)
+  end
+  return #lapsed
 end
 
 -- Whether any queued token still holds a live place (one O(log n) range read).
