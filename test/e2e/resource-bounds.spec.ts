@@ -130,8 +130,8 @@ async function runRounds(service: LockService, makeOther: () => Promise<LockServ
       if (Object.keys(channels).length > 0) expect(channels).toEqual(ownChannel);
       if (Object.keys(channels).length > 0) subscribedNodes++;
     }
-    // Redlock counts a majority of subscriptions as subscribed and does not ask again for the rest: a node whose
-    // first subscription failed under load may have none (a lost subscription, not a leak; see the review's report).
+    // Redlock counts a majority of subscriptions as subscribed: a node whose subscription failed under load (a 200 ms
+    // node bound on a loaded machine) is asked again at the next wait, which may not come before this check.
     expect(subscribedNodes).toBeGreaterThanOrEqual(Math.floor(inspectors.length / 2) + 1);
   }
 }

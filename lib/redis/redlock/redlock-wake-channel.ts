@@ -92,10 +92,23 @@ export class RedlockWakeChannel implements HandoverChannel {
       wake(decided);
     };
     const unregister = this.channels.map((c, node) => c.register(token, lockName, (handover) => hear(node, handover)));
+    this.subscribeLagging(lockName);
     return () => {
       stopGrace();
       unregister.forEach((u) => u());
     };
+  }
+
+  /**
+   * Waiters ask for a subscription only while the majority is missing (ensureSubscribed), so a node whose
+   * subscription failed while the others confirmed (slow or down at the service's first wait) stayed without
+   * the service's channel for good: its handovers unheard, each handover needing every other node's message.
+   * Each wait asks such a node again, in the background. A channel runs one subscription at a time (and backs
+   * off after an ACL refusal), so a node that stays down costs one pending attempt, not one per wait.
+   */
+  private subscribeLagging(lockName: string): void {
+    if (this.closed || !this.subscribed) return; // without a majority, the waiters ask every node themselves
+    for (const channel of this.channels) if (!channel.subscribed) void channel.ensureSubscribed(lockName);
   }
 
   /** Subscribes on every node; resolves as soon as a majority confirmed (a dead node does not hold waiters up), or all settled. */
