@@ -24,6 +24,15 @@ export function runInLockContext<T>(engineId: number, lock: Lock, fn: () => T): 
   return storage.run({ lock, held }, fn);
 }
 
+/**
+ * @internal Runs `fn` outside every lock context. For what the library keeps past the call that made it
+ * (the watchdog's timer): created inside a withLock callback, it would carry that callback's context, and
+ * with it a lock long released, into the user callbacks it runs later (onLockLost).
+ */
+export function outsideLockContext<T>(fn: () => T): T {
+  return storage.exit(fn);
+}
+
 /** @internal Whether any lock context is open here (most acquisitions run outside one). */
 export function insideLockContext(): boolean {
   return storage.getStore() !== undefined;

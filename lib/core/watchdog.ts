@@ -3,6 +3,7 @@ import { monotonicNow } from '../time/clock';
 import { nextTurn } from '../time/sleep';
 import { Lease, driftFor, expiryCallSent, renewIntervalFor, renewLease } from './lease';
 import type { Lock } from './lock';
+import { outsideLockContext } from './lock-context';
 import type { LockStats } from './lock-stats';
 import type { LockMetrics } from '../observability/lock-metrics';
 import type { LockStore, RenewRequest } from './lock-store';
@@ -140,7 +141,10 @@ export class Watchdog {
   private arm(at: number): void {
     this.clearTimer();
     this.timerAt = at;
-    this.timer = setTimeout(() => void this.tick(), Math.max(0, Math.ceil(at - monotonicNow())));
+    // Re-armed from its own ticks, the timer would keep the async context of the call that first armed it
+    // (a nested lock inside a withLock callback) for as long as any lock is tracked: every onLockLost called
+    // from a tick then ran inside that callback's lock context.
+    this.timer = outsideLockContext(() => setTimeout(() => void this.tick(), Math.max(0, Math.ceil(at - monotonicNow()))));
     this.timer.unref();
   }
 

@@ -543,6 +543,26 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
         expect(locks.getStats().lost).toBe(1);
       });
 
+      it('onLockLost runs outside the lock context of the call that armed the watchdog, long after that call ended', async () => {
+        // The watchdog has one timer, armed by whichever lock needs it first and re-armed from its own ticks. Armed
+        // inside a withLock callback (a nested lock with a shorter lease), it carried that callback's async context
+        // into every later tick, for as long as some lock stayed tracked: onLockLost of an unrelated lock saw
+        // currentLock() name the outer lock, released long before (and a lock call made there could borrow its keys).
+        let seen: unknown = 'not called';
+        const locks = await world.service({ onLockLost: () => (seen = currentLock()?.key ?? null) });
+        let kept: Lock | undefined;
+        await locks.withLock('ctx:outer', async () => {
+          // Renewed every 100 ms from here on: the timer's chain of ticks never ends while it is held.
+          kept = await locks.acquire('ctx:kept', { ttl: 300 });
+        });
+        const lone = await locks.acquire('ctx:lone', { ttl: 150, watchdog: false });
+        // Lost at its deadline, which the watchdog's tick notices (the caller never looks).
+        expect(await until(async () => seen !== 'not called', 2_000)).toBe(true);
+        expect(seen).toBeNull();
+        expect(lone.isHeld()).toBe(false);
+        expect(await kept!.release()).toBe(true);
+      });
+
       it('an async onLockLost that rejects is logged, never an unhandled rejection (which would end the process)', async () => {
         const unhandled: unknown[] = [];
         const onUnhandled = (reason: unknown) => unhandled.push(reason);
