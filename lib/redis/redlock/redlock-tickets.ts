@@ -7,6 +7,12 @@ import { monotonicNow, wallClockMicros } from '../../time/clock';
 const TICKET_MIN_IDLE_MS = 10 * 60_000;
 /** Sweep forgotten tickets when the map grows past this. */
 const SWEEP_ABOVE = 10_000;
+/**
+ * Above SWEEP_ABOVE, a sweep runs again only this long after the last one (or once the map has doubled
+ * since): with that many acquisitions really waiting (a burst of waiters), a sweep removes nothing, and
+ * one at every new acquisition's first attempt, on any key, walked every ticket each time.
+ */
+const SWEEP_INTERVAL_MS = 60_000;
 
 /**
  * What one node last confirmed of a waiting acquisition's place: the send time (monotonic ms) of the
@@ -56,6 +62,9 @@ export class RedlockTickets {
   /** Numbers every tracked call, across acquisitions: a number never repeats, even after a ticket is picked again. */
   private calls = 0;
   private readonly maxIdleMs: number;
+  /** When the last sweep ran (monotonic ms) and how many tickets it left: see SWEEP_INTERVAL_MS. */
+  private sweptAt = -Infinity;
+  private sweptSize = 0;
 
   constructor(waiterLease = 0) {
     this.maxIdleMs = Math.max(TICKET_MIN_IDLE_MS, 2 * waiterLease);
@@ -70,7 +79,7 @@ export class RedlockTickets {
       known.handedOver = false;
       return known.ticket;
     }
-    if (this.tickets.size >= SWEEP_ABOVE) this.sweep();
+    if (this.tickets.size >= SWEEP_ABOVE && this.sweepDue()) this.sweep();
     const ticket = String(this.nextMicros());
     this.tickets.set(id, { ticket, at: monotonicNow(), nodes: [] });
     return ticket;
@@ -150,8 +159,15 @@ export class RedlockTickets {
     return this.lastMicros;
   }
 
+  private sweepDue(): boolean {
+    return this.tickets.size >= 2 * this.sweptSize || monotonicNow() - this.sweptAt >= SWEEP_INTERVAL_MS;
+  }
+
   private sweep(): void {
-    const oldest = monotonicNow() - this.maxIdleMs;
+    const now = monotonicNow();
+    const oldest = now - this.maxIdleMs;
     for (const [id, { at }] of this.tickets) if (at < oldest) this.tickets.delete(id);
+    this.sweptAt = now;
+    this.sweptSize = this.tickets.size;
   }
 }
