@@ -2,6 +2,7 @@ import { LockConnectionError } from '../errors/lock-connection.error';
 import { LockLostError, LockLostReason } from '../errors/lock-lost.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { monotonicNow } from '../time/clock';
+import { onAbort } from '../time/on-abort';
 import { nextTurn } from '../time/sleep';
 import { expiryCallSent, Lease, renewLease } from './lease';
 import type { LockRuntime } from './lock-runtime';
@@ -49,7 +50,8 @@ export class Lock implements LockHandle, AsyncDisposable {
   private deferredRelease?: { minHold: number; ranWork: boolean; settle: (freeing: Promise<boolean>) => void };
   // Made on first read of `signal`: most locks are never asked for one.
   private controller?: AbortController;
-  private combinedSignal?: AbortSignal;
+  /** Stops following the outer locks' signals (a nested handle whose `signal` was read), once this handle ends. */
+  private stopFollowingOuter?: Array<() => void>;
   /** What `signal` aborts with: the first of a shutdown notice, a loss and the release. */
   private abortReason?: unknown;
   /** Why the lock ended (lost or released); unlike a shutdown notice, it is no longer held. */
@@ -106,14 +108,32 @@ export class Lock implements LockHandle, AsyncDisposable {
    */
   get signal(): AbortSignal {
     this.checkDeadline();
-    if (!this.combinedSignal) {
-      this.controller = new AbortController();
-      if (this.abortReason !== undefined) this.controller.abort(this.abortReason);
-      this.combinedSignal = this.outer.length
-        ? AbortSignal.any([this.controller.signal, ...this.outer.map((o) => o.signal)])
-        : this.controller.signal;
+    if (!this.controller) {
+      const controller = (this.controller = new AbortController());
+      if (this.abortReason !== undefined) controller.abort(this.abortReason);
+      else if (this.outer.length > 0) this.followOuter(controller);
     }
-    return this.combinedSignal;
+    return this.controller.signal;
+  }
+
+  /**
+   * A nested handle's signal also aborts with the first of its outer locks' signals (their reason), until
+   * the handle ends. Not AbortSignal.any: each signal it makes stays reachable from its sources (about 2 KB,
+   * measured on Node 20) for as long as they live, so a lock held for hours around many nested calls that
+   * read `signal` grew with the number of those calls. These callbacks leave the outer signals at end().
+   */
+  private followOuter(controller: AbortController): void {
+    const stops: Array<() => void> = [];
+    for (const o of this.outer) {
+      const outerSignal = o.signal;
+      if (outerSignal.aborted) {
+        controller.abort(outerSignal.reason);
+        break;
+      }
+      stops.push(onAbort(outerSignal, () => controller.abort(outerSignal.reason)));
+    }
+    if (controller.signal.aborted) stops.forEach((stop) => stop());
+    else this.stopFollowingOuter = stops;
   }
 
   /** True while every lease is still valid by this process's monotonic clock. */
@@ -412,6 +432,8 @@ export class Lock implements LockHandle, AsyncDisposable {
     if (this.endReason !== undefined) return;
     this.endReason = reason;
     this.abort(reason);
+    this.stopFollowingOuter?.forEach((stop) => stop());
+    this.stopFollowingOuter = undefined;
     this.runtime.forget(this);
   }
 
