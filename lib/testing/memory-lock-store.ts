@@ -137,10 +137,10 @@ export class MemoryLockStore implements LockStore {
   }
 }
 
-/** drop_stale_heads: drops queue heads whose place lapsed, stopping at `keep`; returns the new head. */
 /**
  * drop_lapsed_places (lua-functions.ts): a busy attempt, its own place just refreshed, drops the places that
- * lapsed anywhere in the queue (on Redis a few per attempt); returns whether it dropped any.
+ * lapsed anywhere in the queue (on Redis at most 16 per attempt, here all: as with dropStaleHeads, this store
+ * leaves out the per-call bounds); returns whether it dropped any.
  */
 function dropLapsedPlaces(state: MemoryKeyState, now: number): boolean {
   const before = state.queue.length;
@@ -152,6 +152,7 @@ function dropLapsedPlaces(state: MemoryKeyState, now: number): boolean {
   return state.queue.length < before;
 }
 
+/** drop_stale_heads: drops queue heads whose place lapsed, stopping at `keep`; returns the new head. */
 function dropStaleHeads(state: MemoryKeyState, keep: string, now: number): string | undefined {
   let head = state.queue[0];
   while (head !== undefined && head !== keep && state.placeUntil(head) <= now) {

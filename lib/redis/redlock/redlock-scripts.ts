@@ -77,8 +77,8 @@ if not ARGV[6] then return {0, pttl, -1, last_fence, holder_seen} end
 queue_up(KEYS[3], KEYS[4], token, ARGV[3], tonumber(ARGV[6]), now_ms)
 -- Places of waiters that died while the lock stayed busy: a lock held for weeks is never free to drop
 -- them, and live waiters' refreshes push the keys' expiry on. Ours was just refreshed, so the queue
--- keeps it and is never emptied here.
-drop_stale(KEYS[3], KEYS[4], now_ms)
+-- keeps it and is never emptied here. (A free lock's were dropped above.)
+if holder then drop_stale(KEYS[3], KEYS[4], now_ms) end
 if head_of(KEYS[3]) == token then return {0, pttl, 0, last_fence, holder_seen} end
 return {0, pttl, 1, last_fence, holder_seen}
 `;
