@@ -295,12 +295,18 @@ export class LockEngine implements LockRuntime {
   /** Every lease is taken: the lock is held from now on, unless close() began meanwhile. */
   private adopt(lock: Lock, tally: AcquireTally, scoped: boolean): Lock | Promise<Lock> {
     if (this.shutdown.signal.aborted && lock.leases.length > 0) return this.giveBackDuringClose(lock);
-    this.watchdog.track(lock);
+    const tookKeys = lock.leases.length > 0;
+    // A handle that only borrowed keys has no lease to renew; its outer lock is watched.
+    if (tookKeys) this.watchdog.track(lock);
     lock.markAcquired(scoped);
     this.stats.acquired++;
     // A nested call that only borrowed held keys took nothing: not an acquisition.
-    if (lock.leases.length > 0) this.recordAcquire(lock.options.name, 'acquired', tally, lock.fencingToken);
-    this.drain.hold(lock);
+    if (tookKeys) this.recordAcquire(lock.options.name, 'acquired', tally, lock.fencingToken);
+    // A bare nested acquire() that took nothing may be left unreleased (it holds nothing back): held in
+    // the drain, every such handle stayed there for good, and close() waited all of shutdownTimeout for
+    // it. Its outer lock is drained, and its signal follows that lock's. A scoped one (withLock,
+    // @Locked) is always released, and close() may have to settle a release it defers (leaveToLapse).
+    if (tookKeys || scoped) this.drain.hold(lock);
     this.drain.acquisitionSettled();
     return lock;
   }
