@@ -43,4 +43,9 @@ export function heldInContext(engineId: number, key: string): Lock | undefined {
   return storage.getStore()?.held.get(contextKey(engineId, key));
 }
 
+/** @internal Every lock held along this call chain (the innermost one per key). */
+export function locksInContext(): Iterable<Lock> {
+  return storage.getStore()?.held.values() ?? [];
+}
+
 const contextKey = (engineId: number, key: string) => `${engineId}\0${key}`;

@@ -5,6 +5,7 @@ import { monotonicNow } from '../time/clock';
 import { onAbort } from '../time/on-abort';
 import { nextTurn } from '../time/sleep';
 import { expiryCallSent, Lease, renewLease } from './lease';
+import { locksInContext } from './lock-context';
 import type { LockRuntime } from './lock-runtime';
 import type { ResolvedLockOptions } from '../options/resolve-options';
 import { assertTtl } from '../options/validate-options';
@@ -231,11 +232,27 @@ export class Lock implements LockHandle, AsyncDisposable {
    * await, such as the slower half of a rejected Promise.all): another instance would enter beside it.
    */
   private freeAfterBorrowers(minHold: number, ranWork: boolean): Promise<boolean> {
+    // Called from inside one of those nested calls (outer.release() in a nested withLock/@Locked callback), the
+    // release waits for its own caller: awaited there, it hangs until maxHold ends the lease. Say that, rather
+    // than send the reader after unawaited work that does not exist.
+    const why = this.lentToCaller()
+      ? `: release() was called inside a nested call on its keys, so awaiting it there waits for itself until maxHold ` +
+        `(${this.options.maxHold} ms) ends the lease. Release the outer lock after the nested call returns, or let its callback end`
+      : ` (work started under the lock that its callback did not await); the keys stay held and renewed until they end`;
     this.runtime.logger.warn(
-      `Release of lock "${this.keys.join('", "')}" waits for ${this.borrowers} nested call(s) on its keys that are still running ` +
-        `(work started under the lock that its callback did not await); the keys stay held and renewed until they end.`,
+      `Release of lock "${this.keys.join('", "')}" waits for ${this.borrowers} nested call(s) on its keys that are still running${why}.`,
     );
     return new Promise((resolve) => (this.deferredRelease = { minHold, ranWork, settle: resolve }));
+  }
+
+  /** Whether the calling code runs inside a nested call that borrows keys of this lock (directly or through other nested calls). */
+  private lentToCaller(): boolean {
+    for (const lock of locksInContext()) if (lock.borrowsFrom(this)) return true;
+    return false;
+  }
+
+  private borrowsFrom(lender: Lock): boolean {
+    return this.outer.some((o) => (o === lender && this.borrowing) || o.borrowsFrom(lender));
   }
 
   /** The outer locks keep the borrowed keys until this handle is released. */

@@ -306,6 +306,23 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
         expect(await locks.isLocked('re:4')).toBe(false);
       });
 
+      it("the outer lock's release() awaited inside a nested call on its keys waits for itself: the warning says so, and maxHold still ends it", async () => {
+        const locks = await world.service({ ttl: 300, maxHold: 300 });
+        const warnings: string[] = [];
+        jest.spyOn(locks.engine.logger, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
+        const started = performance.now();
+        // Legal, and a hang: the release waits for the nested call, which waits for the release.
+        const outcome = await locks.withLock('re:5b', (outer) => locks.withLock('re:5b', () => outer.release())).catch((e: Error) => e);
+        const waitedFor = warnings.find((w) => w.startsWith('Release of lock "re:5b" waits for'));
+        // It used to blame work the callback did not await, sending the reader after work that does not exist.
+        expect(waitedFor).toContain('inside a nested call on its keys');
+        expect(waitedFor).toContain('waits for itself');
+        // Bounded by maxHold (renewals stop) and the ttl: the lease runs out and the release goes ahead, owner-checked.
+        expect(outcome).not.toBeInstanceOf(Error);
+        expect(performance.now() - started).toBeLessThan(5_000);
+        expect(await locks.isLocked('re:5b')).toBe(false);
+      });
+
       it('a nested acquire() handle left unreleased does not hold the outer lock back (it took nothing)', async () => {
         const locks = await world.service();
         const started = performance.now();
