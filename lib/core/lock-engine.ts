@@ -157,7 +157,7 @@ export class LockEngine implements LockRuntime {
     }
     let result: T;
     try {
-      result = await runInLockContext(this.engineId, lock, () => fn(lock));
+      result = await runInLockContext(this.engineId, lock, () => startInContext(fn(lock)));
       const deferred = deferredWorkKind(result);
       if (deferred) {
         discardDeferredWork(result);
@@ -417,6 +417,19 @@ export class LockEngine implements LockRuntime {
       );
     }
   }
+}
+
+/**
+ * A thenable that is not a native promise (a Prisma, Knex or Mongoose query) starts its work when its `then`
+ * is called. The `await` after runInLockContext() would call it outside the lock context: its work ran under
+ * the lock but with currentLock() undefined, and a nested call on the same key waited for itself. So `then` is
+ * called here, inside the context. A native promise's `then` runs no user code: returned as it is, at no cost.
+ */
+function startInContext<T>(value: T | Promise<T>): T | Promise<T> {
+  if (value instanceof Promise || value === null || (typeof value !== 'object' && typeof value !== 'function')) return value;
+  const then: unknown = (value as { then?: unknown }).then;
+  if (typeof then !== 'function') return value;
+  return new Promise<T>((resolve, reject) => void Reflect.apply(then, value, [resolve, reject]));
 }
 
 /** Anything but busy and timed out (Redis unreachable or too slow, close() during the wait) is an error. */

@@ -458,6 +458,21 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
         expect(other).toBeNull();
       });
 
+      it('a callback that returns a lazy thenable (a query builder) has its work run in the lock context: currentLock() and reentrancy hold there', async () => {
+        const locks = await world.service();
+        // Like a Prisma, Knex or Mongoose query: nothing runs until then() is called, by whoever awaits it.
+        const query = {
+          then(resolve: (value: unknown) => void, reject: (error: unknown) => void) {
+            const seen = currentLock()?.key;
+            locks.withLock('re:thenable', () => seen, { onBusy: 'throw' }).then(resolve, reject);
+          },
+        };
+        // withLock used to await it outside the lock context: currentLock() was undefined there, and the nested
+        // call found its own key busy (with 'retry': waited for itself until waitTimeout).
+        const outcome = await locks.withLock('re:thenable', () => query as PromiseLike<unknown>).catch((e: unknown) => e);
+        expect(outcome).toBe('re:thenable');
+      });
+
       it('multi-key locks are all-or-nothing: a busy second key leaves the first one free', async () => {
         const holder = await world.service();
         const other = await world.service();
