@@ -25,9 +25,10 @@ export function runInLockContext<T>(engineId: number, lock: Lock, fn: () => T): 
 }
 
 /**
- * @internal Runs `fn` outside every lock context. For what the library keeps past the call that made it
- * (the watchdog's timer): created inside a withLock callback, it would carry that callback's context, and
- * with it a lock long released, into the user callbacks it runs later (onLockLost).
+ * @internal Runs `fn` outside every lock context: for what the library keeps past the call that made it (the
+ * watchdog's timer, which would carry that call's context into every later tick) and for the loss notifications
+ * (a lost lock's signal listeners and onLockLost), which run in whatever call noticed the loss. Inside a lock
+ * context they would see currentLock() name another lock, and a lock call made there would borrow its keys.
  */
 export function outsideLockContext<T>(fn: () => T): T {
   return storage.exit(fn);

@@ -5,7 +5,7 @@ import { monotonicNow } from '../time/clock';
 import { onAbort } from '../time/on-abort';
 import { nextTurn } from '../time/sleep';
 import { expiryCallSent, Lease, renewLease } from './lease';
-import { locksInContext } from './lock-context';
+import { locksInContext, outsideLockContext } from './lock-context';
 import type { LockRuntime } from './lock-runtime';
 import type { ResolvedLockOptions } from '../options/resolve-options';
 import { assertTtl } from '../options/validate-options';
@@ -382,6 +382,13 @@ export class Lock implements LockHandle, AsyncDisposable {
    */
   markLost(reason: LockLostReason, detail: string, cause?: unknown, lostKey: string = this.key): void {
     if (this.state !== 'held') return;
+    // Whoever notices the loss (a watchdog tick, a read of isHeld() or signal inside another lock's callback, a
+    // waiter that timed out, close() called from a body) may be inside a lock context: the signal's listeners
+    // and onLockLost must not run there, where currentLock() names another lock and a lock call borrows its keys.
+    outsideLockContext(() => this.lose(reason, detail, cause, lostKey));
+  }
+
+  private lose(reason: LockLostReason, detail: string, cause: unknown, lostKey: string): void {
     this.state = 'lost';
     this.runtime.watchdog.untrack(this);
     const ofLock = this.keys.length > 1 ? ` (one of the lock's keys ${this.keys.map((k) => `"${k}"`).join(', ')})` : '';

@@ -609,6 +609,24 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
         expect(await kept!.release()).toBe(true);
       });
 
+      it("a loss noticed inside another lock's callback (its isHeld() read there) is reported outside that callback's lock context", async () => {
+        // Not only the watchdog notices a loss: any read of isHeld() or signal past the lease's deadline does, in
+        // whatever call it is made. onLockLost (and the signal's listeners) must not run in that call's context,
+        // where currentLock() names another lock and a lock call would borrow its keys.
+        let seen: unknown = 'not called';
+        const locks = await world.service({ onLockLost: () => (seen = currentLock()?.key ?? null) });
+        const lone = await locks.acquire('ctx:noticed', { ttl: 150, watchdog: false });
+        await locks.withLock('ctx:reader', () => {
+          // Past its deadline with the event loop blocked, so no timer of the watchdog looked first: this read is
+          // what notices the loss.
+          const blockedUntil = performance.now() + 250;
+          while (performance.now() < blockedUntil);
+          expect(seen).toBe('not called');
+          expect(lone.isHeld()).toBe(false);
+        });
+        expect(seen).toBeNull();
+      });
+
       it('an async onLockLost that rejects is logged, never an unhandled rejection (which would end the process)', async () => {
         const unhandled: unknown[] = [];
         const onUnhandled = (reason: unknown) => unhandled.push(reason);
