@@ -181,7 +181,8 @@ export class Lock implements LockHandle, AsyncDisposable {
   /**
    * Frees the keys this handle took (never a key it borrowed, never another owner's lock).
    * Resolves true when Redis still had our token on every key; false when a lease had already
-   * expired or changed hands (logged and counted, nothing deleted). A second call resolves false.
+   * expired or changed hands (logged and counted, nothing deleted), or was known lost before the call
+   * (then without a round trip, even after the service closed). A second call resolves false.
    * Rejects with `LockConnectionError` when Redis cannot be reached; the lease then lapses by TTL.
    * While nested calls that borrowed its keys still run (work started under the lock that outlived
    * the callback), the keys stay held and renewed, and the release happens when the last one ends.
@@ -213,6 +214,12 @@ export class Lock implements LockHandle, AsyncDisposable {
     this.returnOuterKeys();
     if (this.leases.length === 0) return Promise.resolve(!wasLost && outerHeld);
     if (ranWork) this.runtime.metrics.held(this.options.name, monotonicNow() - this.heldSince);
+    // Lost after it was handed out: every key it holds was given back, owner-checked, when the loss was noticed
+    // (markLost), so nothing of ours is left to delete (should that give-back have failed, the key lapses by its
+    // TTL). Asking Redis again only made a release after close() throw (no connection) where it should say false.
+    // Not so for an acquisition that lost its first keys while it waited for the rest: keys granted after the loss
+    // were not given back then, and are here.
+    if (wasLost && this.handedOut) return Promise.resolve(this.released(false, ranWork));
     const keepFor = minHold > 0 ? Math.ceil(minHold - (monotonicNow() - this.heldSince)) : 0;
     let freeing: Promise<boolean>;
     if (keepFor > 0 && !wasLost) freeing = this.shortenTo(keepFor);

@@ -589,6 +589,17 @@ export function describeLockBehaviour(name: string, makeWorld: () => LockWorld):
         expect(locks.getStats().lost).toBe(1);
       });
 
+      it('release() of a lock already lost resolves false without asking Redis, also once the service is closed', async () => {
+        // The try/finally of a bare acquire() runs release() whatever happened; a lock lost before close() (its loss
+        // already reported, its keys already given back owner-checked) must not make that finally throw at shutdown.
+        const locks = await world.service({ ttl: 150, watchdog: false });
+        const lock = await locks.acquire('held:lost-then-closed');
+        expect(await until(async () => !lock.isHeld(), 2_000)).toBe(true);
+        await locks.close();
+        await expect(lock.release()).resolves.toBe(false);
+        expect(locks.getStats().releaseFailures).toBe(1);
+      });
+
       it('onLockLost runs outside the lock context of the call that armed the watchdog, long after that call ended', async () => {
         // The watchdog has one timer, armed by whichever lock needs it first and re-armed from its own ticks. Armed
         // inside a withLock callback (a nested lock with a shorter lease), it carried that callback's async context
