@@ -20,7 +20,7 @@ import { RedlockNodes } from '../harness/redlock-nodes';
 import { startWorker, type WorkerHandle } from '../harness/worker-process';
 import { mixedWorkload, type WorkloadSize, type WorkloadTally } from './workers/support/mixed-lock-workload';
 import { activeResources, channelCensus, connectedClients, EngineCensus, engineCensus, keyCensus } from './workers/support/resource-census';
-import { isAlive, pollUntil } from './workers/support/timing';
+import { isAlive, pollUntil, sleep } from './workers/support/timing';
 
 const PREFIX = 'rb:';
 /**
@@ -107,6 +107,7 @@ async function runRounds(service: LockService, makeOther: () => Promise<LockServ
     const roundSize = scaled(size, scale);
     const tally = await mixedWorkload(service, makeOther, round, roundSize);
     expectFaultsHappened(tally, roundSize);
+    await untilSubscribed(service, inspectors);
     const census = await quietCensus(service);
     console.log(`resource bounds, ${round} round: ${JSON.stringify(tally)}; census ${JSON.stringify(census)}`);
     expect(census).toMatchObject({
@@ -134,6 +135,31 @@ async function runRounds(service: LockService, makeOther: () => Promise<LockServ
     // node bound on a loaded machine) is asked again at the next wait, which may not come before this check.
     expect(subscribedNodes).toBeGreaterThanOrEqual(Math.floor(inspectors.length / 2) + 1);
   }
+}
+
+/**
+ * Makes sure the service's wake channel is subscribed on a majority of `inspectors`' servers, so the channel census
+ * below checks a real subscription: on a loaded machine every wait of the workload (waitTimeout 1–25 ms) could end
+ * before it got to subscribe (seen in CI: no node had the channel). A wait of its own, long enough to subscribe,
+ * until the servers show it.
+ */
+async function untilSubscribed(service: LockService, inspectors: Redis[]): Promise<void> {
+  const majority = Math.floor(inspectors.length / 2) + 1;
+  const subscribedNodes = async () =>
+    (await Promise.all(inspectors.map((c) => channelCensus(c, PREFIX)))).filter((ch) => Object.keys(ch).length > 0).length;
+  const subscribed = await pollUntil(
+    async () => {
+      const held = await service.acquire('probe:subscribe');
+      const waiting = service.acquire('probe:subscribe', { waitTimeout: 5_000 });
+      await sleep(50);
+      await held.release();
+      await (await waiting).release();
+      return (await subscribedNodes()) >= majority;
+    },
+    10_000,
+    0,
+  );
+  expect(subscribed).toBe(true);
 }
 
 /** The service's id, which names its wake channel (`<prefix>waiters:<id>`). */
