@@ -28,6 +28,7 @@ import type { HandoverChannel } from './handover-channel';
 import type { LockBackend, LockBackendFactory } from './lock-backend';
 import type { LockKeys, LockStore } from './lock-store';
 import { ShutdownDrain } from './shutdown-drain';
+import { thenOf } from './thenable';
 import type { StoreProbe } from './store-probe';
 import { Watchdog } from './watchdog';
 
@@ -426,9 +427,9 @@ export class LockEngine implements LockRuntime {
  * called here, inside the context. A native promise's `then` runs no user code: returned as it is, at no cost.
  */
 function startInContext<T>(value: T | Promise<T>): T | Promise<T> {
-  if (value instanceof Promise || value === null || (typeof value !== 'object' && typeof value !== 'function')) return value;
-  const then: unknown = (value as { then?: unknown }).then;
-  if (typeof then !== 'function') return value;
+  if (value instanceof Promise) return value;
+  const then = thenOf(value);
+  if (!then) return value;
   return new Promise<T>((resolve, reject) => void Reflect.apply(then, value, [resolve, reject]));
 }
 

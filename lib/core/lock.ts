@@ -6,6 +6,7 @@ import { onAbort } from '../time/on-abort';
 import { nextTurn } from '../time/sleep';
 import { expiryCallSent, Lease, renewLease } from './lease';
 import { locksInContext, outsideLockContext } from './lock-context';
+import { isThenable } from './thenable';
 import type { LockRuntime } from './lock-runtime';
 import type { ResolvedLockOptions } from '../options/resolve-options';
 import { assertTtl } from '../options/validate-options';
@@ -524,9 +525,6 @@ export class Lock implements LockHandle, AsyncDisposable {
     );
   }
 }
-
-const isThenable = (value: unknown): value is PromiseLike<unknown> =>
-  (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
 
 /**
  * Waits for every call (none is left running unseen), then rethrows the first failure or returns

@@ -142,8 +142,8 @@ export class Watchdog {
     this.clearTimer();
     this.timerAt = at;
     // Re-armed from its own ticks, the timer would keep the async context of the call that first armed it
-    // (a nested lock inside a withLock callback) for as long as any lock is tracked: every onLockLost called
-    // from a tick then ran inside that callback's lock context.
+    // (a nested lock inside a withLock callback), and with it a lock released long ago, alive for as long as
+    // any lock is tracked. (Loss notifications leave every lock context themselves: Lock.markLost.)
     this.timer = outsideLockContext(() => setTimeout(() => void this.tick(), Math.max(0, Math.ceil(at - monotonicNow()))));
     this.timer.unref();
   }
