@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * `npm test`: every suite, as two jest processes side by side, each in band.
+ *
+ * `--detectOpenHandles` keeps jest in band, so one process runs the suites one after another: 699 s
+ * in a full run here, 134 s of it the unit suites, which use about 0.7 of one core. Those run in a
+ * lane of their own beside the rest (fault, integration and sample suites); each suite starts its
+ * own redis-server processes on free ports, so the lanes share nothing but the machine. Measured on
+ * 2 cores: 582 s for both (the unit lane done after 161 s). The fault suites stay in one lane: split
+ * over two, they ran in 490 s, but CPU starvation failed timing-bound fault tests on a loaded machine.
+ * The unit lane's output is printed once both lanes are done, so the two are never interleaved.
+ *
+ * With arguments (`npm test -- test/e2e/core-watchdog.spec.ts`, `-t name`, ...), or with
+ * TEST_LANES=1, it is one plain `jest --runInBand --detectOpenHandles` with those arguments.
+ */
+const { spawn } = require('node:child_process');
+
+const JEST = require.resolve('jest/bin/jest');
+const BASE_ARGS = ['--runInBand', '--detectOpenHandles'];
+const UNIT_SUITES = '/test/unit/';
+
+const LANES = [
+  { name: 'fault, integration and sample suites (test/ but test/unit)', args: ['--testPathIgnorePatterns', UNIT_SUITES], live: true },
+  { name: 'unit suites (test/unit)', args: [UNIT_SUITES], live: false },
+];
+
+/** The `jest: N passed, N failed, N skipped` line of test/harness/summary-reporter.js. */
+const SUMMARY = /^jest: (\d+) passed, (\d+) failed, (\d+) skipped$/m;
+
+const children = new Set();
+
+/**
+ * One jest process. A live lane's output goes straight through (its stdout also kept, for the summary
+ * line); the other's is kept whole and printed later.
+ */
+function runJest(args, live) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [JEST, ...BASE_ARGS, ...args], { stdio: ['ignore', 'pipe', live ? 'inherit' : 'pipe'] });
+    children.add(child);
+    const chunks = [];
+    child.stdout.on('data', (chunk) => {
+      if (live) process.stdout.write(chunk);
+      chunks.push(chunk);
+    });
+    child.stderr?.on('data', (chunk) => chunks.push(chunk));
+    child.on('close', (code, signal) => {
+      children.delete(child);
+      resolve({ code: code ?? 1, signal, output: Buffer.concat(chunks).toString() });
+    });
+  });
+}
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    for (const child of children) child.kill(signal);
+    process.exitCode = 1;
+  });
+}
+
+async function main() {
+  const extra = process.argv.slice(2);
+  if (extra.length > 0 || process.env.TEST_LANES === '1') {
+    const { code } = await runJest(extra, true);
+    process.exit(code);
+  }
+  const startedAt = Date.now();
+  const results = await Promise.all(LANES.map((lane) => runJest(lane.args, lane.live)));
+  const totals = { passed: 0, failed: 0, skipped: 0 };
+  const lines = [];
+  results.forEach((result, i) => {
+    const lane = LANES[i];
+    if (!lane.live) process.stdout.write(`\n===== ${lane.name}: its jest output =====\n${result.output}\n`);
+    const summary = SUMMARY.exec(result.output);
+    if (summary) {
+      totals.passed += Number(summary[1]);
+      totals.failed += Number(summary[2]);
+      totals.skipped += Number(summary[3]);
+    }
+    const ended = result.signal ? `killed by ${result.signal}` : `exit code ${result.code}`;
+    lines.push(`  ${lane.name}: ${ended}`);
+  });
+  const failedLanes = results.filter((r) => r.code !== 0).length;
+  process.stdout.write(`\n===== two lanes, ${Math.round((Date.now() - startedAt) / 1000)} s =====\n${lines.join('\n')}\n`);
+  process.stdout.write(`jest (both lanes): ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`);
+  process.exit(failedLanes > 0 ? 1 : 0);
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
