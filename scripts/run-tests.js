@@ -29,6 +29,8 @@ const LANES = [
 const SUMMARY = /^jest: (\d+) passed, (\d+) failed, (\d+) skipped$/m;
 
 const children = new Set();
+/** Set by SIGINT or SIGTERM: an interrupted run fails, whatever exit code its jest processes chose. */
+let interrupted = false;
 
 /**
  * One jest process. A live lane's output goes straight through (its stdout also kept, for the summary
@@ -53,8 +55,8 @@ function runJest(args, live) {
 
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
+    interrupted = true;
     for (const child of children) child.kill(signal);
-    process.exitCode = 1;
   });
 }
 
@@ -62,7 +64,7 @@ async function main() {
   const extra = process.argv.slice(2);
   if (extra.length > 0 || process.env.TEST_LANES === '1') {
     const { code } = await runJest(extra, true);
-    process.exit(code);
+    process.exit(interrupted ? 1 : code);
   }
   const startedAt = Date.now();
   const results = await Promise.all(LANES.map((lane) => runJest(lane.args, lane.live)));
@@ -83,7 +85,7 @@ async function main() {
   const failedLanes = results.filter((r) => r.code !== 0).length;
   process.stdout.write(`\n===== two lanes, ${Math.round((Date.now() - startedAt) / 1000)} s =====\n${lines.join('\n')}\n`);
   process.stdout.write(`jest (both lanes): ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`);
-  process.exit(failedLanes > 0 ? 1 : 0);
+  process.exit(failedLanes > 0 || interrupted ? 1 : 0);
 }
 
 main().catch((error) => {
