@@ -6,12 +6,15 @@
  * - fencing tokens taken as each majority's own maximum can go backwards when two majorities take
  *   it from different nodes (control: write-back off) — with the write-back they never do.
  */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { Lock, LockBusyError, LockConnectionError, LockService } from '../../lib';
 import { nodeMarkerKey } from '../../lib/redis/redlock';
 import * as clock from '../../lib/time/clock';
 import type { RedlockStore } from '../../lib/redis/redlock/redlock-store';
+import { commandStats } from '../harness/command-stats';
 import { checkHistory, Section } from '../harness/history';
 import { pingOnce } from '../harness/redis-ping';
 import { RedlockNodes } from '../harness/redlock-nodes';
@@ -173,6 +176,41 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
       warn.mockRestore();
       await Promise.all(direct.map((c) => c.call('ACL', 'DELUSER', 'noinfo')));
     }
+  });
+
+  it('the uptime (INFO) is read only within nodeRecoveryDelay of a start or a save: a node up longer, not saved since, answers by LASTSAVE', async () => {
+    await markNodesLongUsed('rr7:');
+    const service = await makeService('rr7:', { nodeRecoveryDelay: TTL });
+    const lastSaveMs = async (c: Redis) => Number(await c.lastsave()) * 1000;
+    // LASTSAVE is whole seconds: the gate waits for it + 1 s + the delay.
+    const settled = async () => (await Promise.all(direct.map(lastSaveMs))).every((ms) => ms + 1_000 + TTL < Date.now() - 50);
+    expect(await pollUntil(settled, 10_000, 100)).toBe(true);
+    const cycles = async (n: number) => {
+      for (let i = 0; i < n; i += 1) await (await service.acquire('k', { onBusy: 'throw' })).release();
+    };
+    const delta = async (run: () => Promise<void>) => {
+      const before = await Promise.all(direct.map(commandStats));
+      await run();
+      const after = await Promise.all(direct.map(commandStats));
+      // Less the INFO commandstats that read `before`.
+      return after.map((a, i) => ({ info: (a.info ?? 0) - (before[i].info ?? 0) - 1, lastsave: (a.lastsave ?? 0) - (before[i].lastsave ?? 0) }));
+    };
+    const settledCalls = await delta(() => cycles(20));
+    // A save (or a start) reopens the gate for the delay: the node is asked its uptime again.
+    await direct[0].bgsave();
+    const saved = Date.now();
+    expect(await pollUntil(async () => (await lastSaveMs(direct[0])) + 1_000 >= saved, 5_000, 20)).toBe(true);
+    const afterSaveCalls = await delta(() => cycles(20));
+    // The snapshot would come back at node 0's next restart: later cases restart it empty.
+    const [, dir] = (await direct[0].config('GET', 'dir')) as string[];
+    const [, file] = (await direct[0].config('GET', 'dbfilename')) as string[];
+    await rm(join(dir, file), { force: true });
+    console.log(
+      `T16 uptime reads per 20 acquisitions: settled ${JSON.stringify(settledCalls)}, after a save on node 0 ${JSON.stringify(afterSaveCalls)}`,
+    );
+    for (const calls of settledCalls) expect(calls).toEqual({ info: 0, lastsave: 20 });
+    expect(afterSaveCalls[0]).toEqual({ info: 20, lastsave: 20 });
+    for (const calls of afterSaveCalls.slice(1)) expect(calls).toEqual({ info: 0, lastsave: 20 });
   });
 
   it('a node killed and restarted empty while 8 workers contend (quarantine on): locks keep being granted, 0 overlaps, increasing tokens', async () => {
