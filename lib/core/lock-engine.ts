@@ -144,7 +144,13 @@ export class LockEngine implements LockRuntime {
     fn: (lock: Lock) => T | Promise<T>,
     options?: WithLockOptions<F>,
   ): Promise<T | F> {
-    if (typeof fn !== 'function') throw new DistributedLockError('withLock(key, fn): fn must be a function.');
+    if (typeof fn !== 'function') {
+      // The options first and the callback last is the likely slip (other libraries take them in that order).
+      const swapped = typeof options === 'function' ? ' The options come after the callback: withLock(key, fn, options).' : '';
+      throw new DistributedLockError(
+        `withLock(key, fn, options?): fn must be the function to run under the lock, got ${describeValue(fn)}.${swapped}`,
+      );
+    }
     const resolved = this.resolve(options);
     let lock: Lock;
     try {

@@ -1,4 +1,3 @@
-import { describeValue } from '../errors/describe-value';
 import type { DistributedLockModuleOptions } from './distributed-lock-module-options.interface';
 import type { LockOptions, OnBusyPolicy } from './lock-options.interface';
 import type { LockHandle } from './lock-handle.interface';
@@ -121,9 +120,7 @@ const BUILT_IN: ResolvedLockOptions = {
 };
 
 export function resolveModuleOptions(options: DistributedLockModuleOptions): ResolvedModuleOptions {
-  if (typeof options !== 'object' || options === null) {
-    throw new LockOptionsError('DistributedLockModule options', `expected an object, got ${describeValue(options)}.`);
-  }
+  assertOptionsObject('DistributedLockModule options', options);
   if ((options as LockOptions).name !== undefined) {
     throw new LockOptionsError('name', 'is not a module-wide option: it names one kind of lock; pass it per call or in @Locked options.');
   }

@@ -4,8 +4,9 @@ import { MAX_LOCK_NAME_LENGTH, MAX_TIMER_MS, MIN_TTL_MS } from './limits';
 
 /** Validation runs before any Redis command, so a bad value never reaches Redis. */
 /**
- * An options object: not null, not an array, not a Promise (options from an async function not awaited): a
- * spread or a key lookup would read each as "no options", and the defaults would apply unseen.
+ * An options object: not null, not an array, not a Promise (options from an async function not awaited), not
+ * a built-in whose content is not in its properties (a Map of options, a Date): a spread or a key lookup would
+ * read each as "no options", and the defaults would apply unseen. A class instance is read like a plain object.
  */
 export function assertOptionsObject(where: string, value: unknown): asserts value is object {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -14,7 +15,22 @@ export function assertOptionsObject(where: string, value: unknown): asserts valu
   if (typeof (value as { then?: unknown }).then === 'function') {
     throw new LockOptionsError(where, `expected an options object, got ${describeValue(value)}: await the options before passing them.`);
   }
+  if (value instanceof Map) {
+    throw new LockOptionsError(
+      where,
+      `expected an options object, got ${describeValue(value)}: options are read from properties, which a Map's entries are not; pass Object.fromEntries(map).`,
+    );
+  }
+  if (NOT_OPTIONS.some((type) => value instanceof type)) {
+    throw new LockOptionsError(
+      where,
+      `expected an options object, got ${describeValue(value)}: every option would read as not given; pass a plain object.`,
+    );
+  }
 }
+
+/** Built-ins that hold their content outside their properties (the Map has its own hint above). */
+const NOT_OPTIONS: readonly (abstract new (...args: never[]) => object)[] = [Set, WeakMap, WeakSet, Date, RegExp];
 
 /**
  * An option's value, or `fallback` when it is not given. Only `undefined` means "not given": null (a config

@@ -1,5 +1,14 @@
 import { resolveDeferOptions } from '../../lib/defer/resolve-defer-options';
-import { LockBusyError, LockConnectionError, LockKeyError, LockLostError, LockOptionsError, LockService, LockTimeoutError } from '../../lib';
+import {
+  DistributedLockError,
+  LockBusyError,
+  LockConnectionError,
+  LockKeyError,
+  LockLostError,
+  LockOptionsError,
+  LockService,
+  LockTimeoutError,
+} from '../../lib';
 import { RedisProcess } from '../harness/redis-process';
 import { commandCalls, pollUntil, redisSuite, sleep } from './core-helpers';
 
@@ -215,6 +224,15 @@ describe('LockService against a real redis-server: acquire, release, validation'
       await expect(locks.withLock(key as never, () => 1)).rejects.toBeInstanceOf(LockKeyError);
     });
 
+    it('withLock without a function to run: DistributedLockError naming what it got, and the argument order when the two are swapped', async () => {
+      const error = await locks.withLock('k', 'run' as never).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(DistributedLockError);
+      expect((error as Error).message).toBe('withLock(key, fn, options?): fn must be the function to run under the lock, got the string "run".');
+      await expect(locks.withLock('k', { ttl: 5_000 } as never, (() => 1) as never)).rejects.toThrow(
+        /got an object \(Object\)\. The options come after the callback: withLock\(key, fn, options\)\./,
+      );
+    });
+
     it('rejects options that are not an object (an array, a string, a Promise) in acquire and tryAcquire alike', async () => {
       for (const options of [[], 'abc', 5, null]) {
         await expect(locks.acquire('k', options as never)).rejects.toBeInstanceOf(LockOptionsError);
@@ -227,6 +245,28 @@ describe('LockService against a real redis-server: acquire, release, validation'
       await expect(locks.tryAcquire('k', pending as never)).rejects.toThrow(awaitThem);
       await expect(locks.withLock('k', () => 1, pending as never)).rejects.toThrow(awaitThem);
       await expect(locks.acquire('k', { retryDelay: pending } as never)).rejects.toThrow(awaitThem);
+    });
+
+    it('rejects a Map or a Date as options (read as "no options" before: every default applied unseen); a class instance reads like a plain object', async () => {
+      const map = new Map<string, unknown>([['onBusy', 'fail-fast']]);
+      const fromEntries =
+        /expected an options object, got an object \(Map\): options are read from properties, which a Map's entries are not; pass Object\.fromEntries\(map\)\./;
+      await expect(locks.acquire('k', map as never)).rejects.toThrow(fromEntries);
+      await expect(locks.tryAcquire('k', map as never)).rejects.toThrow(fromEntries);
+      await expect(locks.withLock('k', () => 1, map as never)).rejects.toThrow(fromEntries);
+      await expect(locks.acquire('k', { retryDelay: new Map() } as never)).rejects.toThrow(/"retryDelay"|retryDelay/);
+      await expect(locks.acquire('k', new Date() as never)).rejects.toThrow(
+        /got an object \(Date\): every option would read as not given; pass a plain object\./,
+      );
+      expect(() => new LockService(new Map([['redis', 'redis://127.0.0.1:6379']]) as never)).toThrow(fromEntries);
+      // Its fields are read: a bad one is named, a good one passes validation (and meets the absent Redis).
+      class CallOptions {
+        constructor(readonly ttl: number) {}
+      }
+      await expect(locks.acquire('k', new CallOptions(0))).rejects.toThrow(
+        /Invalid option "options\.ttl": expected an integer number of milliseconds/,
+      );
+      await expect(locks.acquire('k', new CallOptions(5_000))).rejects.toBeInstanceOf(LockConnectionError);
     });
 
     it.each([
