@@ -56,7 +56,7 @@ const VARIANTS: Variant[] = [
   {
     name: '+ last token kept',
     what: 'GET fence before, SET fence PX 1 h after: the token stays above the last across clock steps',
-    acquire: scriptedAcquire(`local last = redis.call('GET', KEYS[2])`, `${CLOCK_TOKEN} redis.call('SET', KEYS[2], t, 'PX', 3600000)`, 't'),
+    acquire: scriptedAcquire(`local last = redis.call('GET', KEYS[2])`, `${CLOCK_TOKEN} redis.call('SET', KEYS[2], t, 'PX', '3600000')`, 't'),
     release: COMPARE_AND_DELETE,
   },
   {

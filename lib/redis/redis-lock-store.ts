@@ -40,6 +40,8 @@ export class RedisLockStore implements LockStore {
   private readonly scripts: ScriptRunner;
   private readonly writes: WriteBatcher;
   private readonly waiterLease: CommandArg;
+  /** How long a queue's keys outlive their last refresh: two waiter leases (a number the script would have to format). */
+  private readonly queueExpiry: CommandArg;
 
   constructor(
     readonly client: RedisClient,
@@ -54,6 +56,7 @@ export class RedisLockStore implements LockStore {
     route?: WakeRoute,
   ) {
     this.waiterLease = String(waiterLease);
+    this.queueExpiry = String(2 * waiterLease);
     this.route = route ?? new WakeRoute(client, keyPrefix, commandTimeout);
     this.deadlines = new CommandDeadlines(commandTimeout, gate);
     this.scripts = new ScriptRunner(client);
@@ -72,7 +75,7 @@ export class RedisLockStore implements LockStore {
     const args: CommandArg[] = [keys.lock, keys.fence, keys.queue, keys.waiters, token, String(ttl)];
     // Only a queued token can be retried (an attempt that does not queue is never repeated).
     if (joinQueue) {
-      args.push(this.waiterLease);
+      args.push(this.waiterLease, this.queueExpiry);
       if (retry) args.push('1');
     }
     if (this.replicaAcks) return this.confirmedScript(LOCK_SCRIPTS.acquire, 'acquire', keys, args, acquireReply, (r) => r.acquired);

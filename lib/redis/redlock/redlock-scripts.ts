@@ -12,7 +12,7 @@ import { RAISED_FENCE_RETENTION_MS, TICKET_QUEUE_FUNCTIONS } from './ticket-queu
  *
  * KEYS: lock, fence, queue (ticket zset), waiters, node marker.
  * ARGV: token, ttl ms, ticket, recovery ms, fence proposal (fence-proposal.ts), [waiter lease ms: take or
- * refresh a place when busy]. A token this node issues is max(its clock µs, its last + 1, the proposal).
+ * refresh a place when busy, and the queue keys' expiry ms, twice that, as text]. A token this node issues is max(its clock µs, its last + 1, the proposal).
  * Returns {1, fence, lease ms left} (ours), {0, holder pttl, position, last fence, holder token or ''}
  * (busy; pttl -1: free but a waiter with a lower ticket is queued, -3: stale waiters still being
  * dropped; the holder lets the client tell a split vote from another's majority), or
@@ -54,7 +54,7 @@ local pttl = -1
 if holder then
   pttl = redis.call('PTTL', KEYS[1])
 else
-  drop_stale(KEYS[3], KEYS[4], now_ms)
+  drop_stale(KEYS[3], KEYS[4], now_ms_text_of(clock))
   local head = head_of(KEYS[3])
   -- A head without a live place (lapsed, or its entry in waiters gone) is dropped too, a bounded run.
   for _ = 1, STALE_WAITERS_PER_CALL do
@@ -74,11 +74,11 @@ else
 end
 local holder_seen = holder or ''
 if not ARGV[6] then return {0, pttl, -1, last_fence, holder_seen} end
-queue_up(KEYS[3], KEYS[4], token, ARGV[3], tonumber(ARGV[6]), now_ms)
+queue_up(KEYS[3], KEYS[4], token, ARGV[3], tonumber(ARGV[6]), now_ms, ARGV[7])
 -- Places of waiters that died while the lock stayed busy: a lock held for weeks is never free to drop
 -- them, and live waiters' refreshes push the keys' expiry on. Ours was just refreshed, so the queue
 -- keeps it and is never emptied here. (A free lock's were dropped above.)
-if holder then drop_stale(KEYS[3], KEYS[4], now_ms) end
+if holder then drop_stale(KEYS[3], KEYS[4], now_ms_text_of(clock)) end
 if head_of(KEYS[3]) == token then return {0, pttl, 0, last_fence, holder_seen} end
 return {0, pttl, 1, last_fence, holder_seen}
 `;
@@ -134,18 +134,17 @@ return 1
  * Gives one node's vote back after an attempt that did not win a majority, keeping the waiter's place
  * (same ticket): the node's lock is deleted if it is ours, not handed on, so the next attempts of
  * every waiter still agree on who is first. KEYS: lock, fence, queue, waiters. ARGV: token, ticket,
- * waiter lease ms. Returns the key's last fencing token ('0' when none): a handover to us at or below
+ * waiter lease ms, the queue keys' expiry ms (twice that). Returns the key's last fencing token ('0' when none): a handover to us at or below
  * it came before this give-back, which undid it (redlock-handovers.ts).
  */
 export const REDLOCK_GIVE_BACK_SCRIPT =
   PLACE_FUNCTIONS +
   `
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-local lease = tonumber(ARGV[3])
-redis.call('ZADD', KEYS[4], string.format('%.0f', now_ms_of(redis.call('TIME')) + lease), ARGV[1])
+redis.call('ZADD', KEYS[4], string.format('%.0f', now_ms_of(redis.call('TIME')) + tonumber(ARGV[3])), ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
-redis.call('PEXPIRE', KEYS[3], lease * 2)
-redis.call('PEXPIRE', KEYS[4], lease * 2)
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[4], ARGV[4])
 return redis.call('GET', KEYS[2]) or '0'
 `;
 
@@ -160,7 +159,7 @@ export const REDLOCK_RAISE_FENCE_SCRIPT =
   `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if fence_above(ARGV[2], last_fence_of(KEYS[2])) then
-  redis.call('SET', KEYS[2], ARGV[2], 'PX', ${RAISED_FENCE_RETENTION_MS})
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', '${RAISED_FENCE_RETENTION_MS}')
 end
 return 1
 `;
@@ -193,7 +192,7 @@ if holder or not ARGV[3] then return 0 end
   `
 local last = last_fence_of(KEYS[2])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if fence_above(ARGV[3], last) then redis.call('SET', KEYS[2], ARGV[3], 'PX', ${RAISED_FENCE_RETENTION_MS}) end
+if fence_above(ARGV[3], last) then redis.call('SET', KEYS[2], ARGV[3], 'PX', '${RAISED_FENCE_RETENTION_MS}') end
 return 1
 `;
 

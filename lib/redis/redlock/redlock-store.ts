@@ -68,6 +68,8 @@ export class RedlockStore implements LockStore {
   private readonly tickets: RedlockTickets;
   private readonly marker: string;
   private readonly lease: CommandArg;
+  /** How long a queue's keys outlive their last refresh: two waiter leases, as text (a script would format the number with a printf). */
+  private readonly queueExpiry: CommandArg;
   private readonly recovery: CommandArg;
   private readonly probeKey: string;
 
@@ -80,6 +82,7 @@ export class RedlockStore implements LockStore {
     this.channelPrefix = waiterChannelPrefix(settings.keyPrefix);
     this.marker = nodeMarkerKey(settings.keyPrefix);
     this.lease = String(settings.waiterLease);
+    this.queueExpiry = String(2 * settings.waiterLease);
     this.recovery = String(settings.nodeRecoveryDelay);
     this.probeKey = healthProbeKey(settings.keyPrefix);
   }
@@ -92,7 +95,7 @@ export class RedlockStore implements LockStore {
     this.assertTtl('ttl', ttl);
     const ticket = this.tickets.of(token, keys.lock, retry);
     const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.marker, token, String(ttl), ticket, this.recovery, fenceProposal()];
-    if (joinQueue) args.push(this.lease);
+    if (joinQueue) args.push(this.lease, this.queueExpiry);
     const n = this.nodes.length;
     const sentAt = monotonicNow();
     const late = new LateVotes<NodeAcquire>();
@@ -234,7 +237,16 @@ export class RedlockStore implements LockStore {
             keys.lock,
             i,
             sentAt,
-            node.run(REDLOCK_SCRIPTS.giveBack, 'abandon', keys, [keys.lock, keys.fence, keys.queue, keys.waiters, token, ticket, this.lease]),
+            node.run(REDLOCK_SCRIPTS.giveBack, 'abandon', keys, [
+              keys.lock,
+              keys.fence,
+              keys.queue,
+              keys.waiters,
+              token,
+              ticket,
+              this.lease,
+              this.queueExpiry,
+            ]),
             placeAfterGiveBack,
           )
         : node.run(REDLOCK_SCRIPTS.abandon, 'abandon', keys, this.handoverArgs(keys, token));

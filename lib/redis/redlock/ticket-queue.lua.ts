@@ -14,8 +14,9 @@ export const TICKET_QUEUE_FUNCTIONS = `
 local STALE_WAITERS_PER_CALL = ${STALE_WAITERS_PER_CALL}
 ${handOverFunction('PUBLISH')}${PLACE_FUNCTIONS}
 -- Drops waiters whose place lapsed (crashed, paused, gave up unseen), a bounded run per call.
-local function drop_stale(queue, waiters, now_ms)
-  local stale = redis.call('ZRANGEBYSCORE', waiters, '-inf', string.format('%.0f', now_ms), 'LIMIT', 0, STALE_WAITERS_PER_CALL)
+-- \`now_ms_text\`: the server clock in ms as text (now_ms_text_of): numbers passed to a command cost a printf.
+local function drop_stale(queue, waiters, now_ms_text)
+  local stale = redis.call('ZRANGEBYSCORE', waiters, '-inf', now_ms_text, 'LIMIT', '0', '${STALE_WAITERS_PER_CALL}')
   for _, waiter in ipairs(stale) do
     redis.call('ZREM', queue, waiter)
     redis.call('ZREM', waiters, waiter)
@@ -24,7 +25,7 @@ end
 
 -- The waiter with the lowest ticket, or false.
 local function head_of(queue)
-  return redis.call('ZRANGE', queue, 0, 0)[1] or false
+  return redis.call('ZRANGE', queue, '0', '0')[1] or false
 end
 
 -- Whether (ticket, token) comes before the queued \`head\` in the queue's order.
@@ -33,12 +34,13 @@ local function ahead_of(queue, ticket, token, head)
   return ticket < head_ticket or (ticket == head_ticket and token < head)
 end
 
--- Takes (or refreshes) a place: the ticket never changes, the place's lease does.
-local function queue_up(queue, waiters, token, ticket, lease, now_ms)
+-- Takes (or refreshes) a place: the ticket never changes, the place's lease does. \`expiry\`: the
+-- queue keys' expiry (ms, text), twice the lease.
+local function queue_up(queue, waiters, token, ticket, lease, now_ms, expiry)
   redis.call('ZADD', waiters, string.format('%.0f', now_ms + lease), token)
   redis.call('ZADD', queue, ticket, token)
-  redis.call('PEXPIRE', queue, lease * 2)
-  redis.call('PEXPIRE', waiters, lease * 2)
+  redis.call('PEXPIRE', queue, expiry)
+  redis.call('PEXPIRE', waiters, expiry)
 end
 
 -- Hands the lock (free, or ours and being given up) to the live waiter with the lowest ticket and

@@ -10,7 +10,8 @@ import { FENCE_FUNCTIONS, QUEUE_FUNCTIONS } from './lua-functions';
  * queue scan. The last token is read first so a corrupt one fails the call before it writes anything.
  *
  * KEYS: lock, fence, queue, waiters.
- * ARGV: token, ttl ms, [waiter lease ms: take or refresh a place in the queue when busy],
+ * ARGV: token, ttl ms, [waiter lease ms: take or refresh a place in the queue when busy, and the
+ *       queue keys' expiry, twice that, as text: the server would format a computed number with a printf],
  *       [retry: '1' when an earlier attempt of this token queued it].
  * Returns {1, fence, lease ms left} when the lock is ours, else {0, holder pttl, position, last fence}
  * (fences and the lease as decimal text or numbers: the client reads both), where pttl -1 is "free
@@ -24,11 +25,13 @@ export const ACQUIRE_SCRIPT =
   `
 local token, ttl = ARGV[1], ARGV[2]
 local last_fence = last_fence_of(KEYS[2])
--- Anybody queued? A retry (ARGV[4]) may head the queue itself, so it reads the head; a first attempt
+-- Anybody queued? A retry (ARGV[5]) may head the queue itself, so it reads the head; a first attempt
 -- cannot, and only asks whether (EXISTS costs the server half what LINDEX does). A first attempt
--- reads the head later only if the lock turns out free.
-local head = ARGV[4] and redis.call('LINDEX', KEYS[3], 0)
-local queued = head or (not ARGV[4] and redis.call('EXISTS', KEYS[3]) == 1)
+-- reads the head later only if the lock turns out free. (Numbers a script passes to a command are
+-- written as text: the server formats a Lua number with a printf.)
+local retry = ARGV[5]
+local head = retry and redis.call('LINDEX', KEYS[3], '0')
+local queued = head or (not retry and redis.call('EXISTS', KEYS[3]) == 1)
 
 -- The common path, before the queue's functions are even defined: nobody queued, and the lock free
 -- (SET NX answers "free?" and takes it in one command).
@@ -50,7 +53,7 @@ end
 -- We head the queue: take it if it is free.
 if head == token and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then return took_it() end
 
-if ARGV[4] and redis.call('GET', KEYS[1]) == token then
+if retry and redis.call('GET', KEYS[1]) == token then
   -- Handed to us by a release on another connection: this attempt takes it with a full lease, as a
   -- free lock (the handed one may be nearly over: a message read late). The expiry is a write of
   -- this connection, so a WAIT sent behind this script (replicaAcks) also covers that handover.
@@ -59,15 +62,16 @@ if ARGV[4] and redis.call('GET', KEYS[1]) == token then
 end
 
 local pttl = redis.call('PTTL', KEYS[1])
-local now_ms
+local clock, now_ms
 if pttl == -2 then
   -- Free, but promised to a waiter ahead of us: unless its place lapsed.
-  if queued and not head then head = redis.call('LINDEX', KEYS[3], 0) end
-  now_ms = now_ms_of(redis.call('TIME'))
+  if queued and not head then head = redis.call('LINDEX', KEYS[3], '0') end
+  clock = redis.call('TIME')
+  now_ms = now_ms_of(clock)
   head = drop_stale_heads(KEYS[3], KEYS[4], head, token, now_ms)
   if head and head ~= token and place_until_of(KEYS[4], head) <= now_ms then
     -- More stale entries than one call drops. If no place at all is live, the whole queue is dead.
-    if any_live_waiter(KEYS[4], now_ms) then
+    if any_live_waiter(KEYS[4], now_ms_text_of(clock)) then
       pttl = -3
     else
       redis.call('UNLINK', KEYS[3], KEYS[4])
@@ -82,19 +86,19 @@ if pttl == -2 then
 end
 if not ARGV[3] then return {0, pttl, -1, last_fence} end
 
-now_ms = now_ms or now_ms_of(redis.call('TIME'))
-local lease = tonumber(ARGV[3])
-local new_place = redis.call('ZADD', KEYS[4], now_ms + lease, token) == 1
+clock = clock or redis.call('TIME')
+now_ms = now_ms or now_ms_of(clock)
+local new_place = redis.call('ZADD', KEYS[4], now_ms + tonumber(ARGV[3]), token) == 1
 if new_place then redis.call('RPUSH', KEYS[3], token) end
-redis.call('PEXPIRE', KEYS[3], lease * 2)
-redis.call('PEXPIRE', KEYS[4], lease * 2)
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[4], ARGV[4])
 -- Places of waiters that died while the lock stayed busy: a few per attempt (see drop_lapsed_places).
-if drop_lapsed_places(KEYS[3], KEYS[4], now_ms) > 0 then head = redis.call('LINDEX', KEYS[3], 0) end
+if drop_lapsed_places(KEYS[3], KEYS[4], now_ms_text_of(clock)) > 0 then head = redis.call('LINDEX', KEYS[3], '0') end
 if queued and not head then
   -- A first attempt that found a queue is behind it, unless its token had a place already (an
   -- earlier attempt whose reply was lost): only then is the head worth reading.
   if new_place then return {0, pttl, 1, last_fence} end
-  head = redis.call('LINDEX', KEYS[3], 0)
+  head = redis.call('LINDEX', KEYS[3], '0')
 end
 if not head or head == token then return {0, pttl, 0, last_fence} end
 return {0, pttl, 1, last_fence}

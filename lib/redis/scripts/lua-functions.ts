@@ -97,7 +97,7 @@ local function next_fence(fence_key, last, clock, proposal)
     if not fence_above(proposal, (tonumber(clock[1]) + ${PROPOSAL_ACCEPTED_LEAD_S}) .. micros) then fence = proposal end
   end
   if not fence_above(fence, last) then fence = string.format('%.0f', tonumber(last) + 1) end
-  redis.call('SET', fence_key, fence, 'PX', ${FENCE_RETENTION_MS})
+  redis.call('SET', fence_key, fence, 'PX', '${FENCE_RETENTION_MS}')
   return fence
 end
 `;
@@ -114,6 +114,12 @@ export const PLACE_FUNCTIONS = `
 -- Milliseconds on the server clock: lease math never uses a client clock.
 local function now_ms_of(clock)
   return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+end
+
+-- The same as decimal text, for a range bound: built from TIME's text, since formatting a number
+-- costs the server a printf (string.format '%.0f', or Redis' '%.17g' for a number passed to a command).
+local function now_ms_text_of(clock)
+  return clock[1] .. string.sub('00000' .. clock[2], -6, -4)
 end
 
 -- Until when (server ms) a queued token keeps its place; 0 when it has none.
@@ -140,7 +146,7 @@ local function hand_over(lock, fence_key, channel_prefix, waiter, place_until, n
   local place_left = place_until - now_ms
   -- Both at most a ttl (below 2^31 ms, options/limits.ts): '%d' is exact even where a C long has 32
   -- bits, and costs the server half what '%.0f' does.
-  local px = math.min(tonumber(wanted), place_left)
+  local px = string.format('%d', math.min(tonumber(wanted), place_left))
   redis.call('SET', lock, waiter, 'PX', px)
   local fence = next_fence(fence_key, last_fence, clock, proposal)
   -- pcall: the announcement is the one step that may be refused after the writes (an ACL user with no
@@ -148,7 +154,7 @@ local function hand_over(lock, fence_key, channel_prefix, waiter, place_until, n
   -- waiter, whose subscription was refused too, finds the lock its own at its next attempt), and a
   -- release that handed the lock on must not fail as if it had not.
   redis.pcall('${publish}', channel_prefix .. service,
-    waiter .. ' ' .. fence .. ' ' .. string.format('%d', px) .. ' ' ..
+    waiter .. ' ' .. fence .. ' ' .. px .. ' ' ..
     string.format('%d', place_left) .. ' ' .. lock)
   return true
 end
@@ -165,7 +171,7 @@ ${handOverFunction(publish)}${PLACE_FUNCTIONS}
 local function drop_stale_heads(queue, waiters, head, keep, now_ms)
   for _ = 1, STALE_WAITERS_PER_CALL do
     if not head or head == keep or place_until_of(waiters, head) > now_ms then return head end
-    local next_head = redis.call('LINDEX', queue, 1)
+    local next_head = redis.call('LINDEX', queue, '1')
     redis.call('LPOP', queue)
     redis.call('ZREM', waiters, head)
     head = next_head
@@ -180,18 +186,18 @@ end
 -- stayed, one more per dead waiter. Called by a busy attempt after it set its own place, so the queue
 -- keeps that one and is never emptied here (see the top of this file). The range read is O(log n); each
 -- drop walks the list (LREM), only when a place did lapse.
-local function drop_lapsed_places(queue, waiters, now_ms)
-  local lapsed = redis.call('ZRANGEBYSCORE', waiters, '-inf', string.format('%.0f', now_ms), 'LIMIT', 0, ${LAPSED_PLACES_PER_BUSY_ATTEMPT})
+local function drop_lapsed_places(queue, waiters, now_ms_text)
+  local lapsed = redis.call('ZRANGEBYSCORE', waiters, '-inf', now_ms_text, 'LIMIT', '0', '${LAPSED_PLACES_PER_BUSY_ATTEMPT}')
   for _, waiter in ipairs(lapsed) do
-    redis.call('LREM', queue, 1, waiter)
+    redis.call('LREM', queue, '1', waiter)
     redis.call('ZREM', waiters, waiter)
   end
   return #lapsed
 end
 
 -- Whether any queued token still holds a live place (one O(log n) range read).
-local function any_live_waiter(waiters, now_ms)
-  return #redis.call('ZRANGEBYSCORE', waiters, string.format('(%.0f', now_ms), '+inf', 'LIMIT', 0, 1) > 0
+local function any_live_waiter(waiters, now_ms_text)
+  return #redis.call('ZRANGEBYSCORE', waiters, '(' .. now_ms_text, '+inf', 'LIMIT', '0', '1') > 0
 end
 
 -- Hands the lock (free, or ours and being given up) straight to the first live waiter (see
