@@ -3,8 +3,9 @@
  * release, counted by valgrind's callgrind — the same number on every run whatever else the machine is
  * doing (Redis CPU time in `npm run bench` moves with the shared machine's speed). It shows where the
  * server's work goes: what any scripted acquire costs over a plain SET, what the server-clock fencing
- * token costs, and what the FIFO check and owner-checked release add. Kernel time (network syscalls,
- * the same for every variant) is not counted; it is why Redis CPU ratios are smaller than these.
+ * token costs, and what the FIFO check and owner-checked release add. A second table counts one
+ * contended handover (contended-cycle.ts) in single-Redis and Redlock mode. Kernel time (network
+ * syscalls, the same for every variant) is not counted; it is why Redis CPU ratios are smaller than these.
  *
  * Needs valgrind (Debian: `apt-get install valgrind`). One redis-server under callgrind runs every
  * variant, each measured twice between a counter reset and a dump.
@@ -19,8 +20,11 @@ import { LOCK_SCRIPTS } from '../../lib/redis/scripts';
 import { freePort } from '../../test/harness/free-port';
 import { ephemeralServerArgs } from '../../test/harness/redis-process';
 import { renderTable } from '../report/format';
+import { CONTENDED_MODES, contendedCycle } from './contended-cycle';
 
 const CYCLES = Number(process.env.INSTRUCTION_CYCLES ?? 2_000);
+/** Waiters queued behind the holder in the contended cycle: the bench's 16 workers, less the holder. */
+const CONTENDED_WAITERS = 15;
 const KEYS = ['lock:{bench:a}', 'lock:{bench:a}:f', 'lock:{bench:a}:q', 'lock:{bench:a}:w'];
 const COMPARE_AND_DELETE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
@@ -66,6 +70,9 @@ const VARIANTS: Variant[] = [
     release: LOCK_SCRIPTS.release.lua,
   },
 ];
+
+/** A callgrind dump label: the name without spaces or punctuation. */
+const labelOf = (name: string): string => name.replace(/\W+/g, '_');
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -130,44 +137,58 @@ async function main(): Promise<void> {
     const run = async (name: string, n: number) => {
       for (let i = 0; i < n; i++) await cycle.get(name)!(token());
     };
+    const contended = new Map<string, () => Promise<void>>();
+    for (const mode of CONTENDED_MODES) contended.set(mode.name, await contendedCycle(client, mode, CONTENDED_WAITERS));
+    const runContended = async (name: string, n: number) => {
+      for (let i = 0; i < n; i++) await contended.get(name)!();
+    };
     for (const v of VARIANTS) await run(v.name, 200); // warm-up: scripts compiled, allocator warm
-    const dumps: string[] = [];
+    for (const mode of CONTENDED_MODES) await runContended(mode.name, 200);
+    const measure = async (name: string, round: number, runIt: (name: string, n: number) => Promise<void>) => {
+      counters(['-z']);
+      await runIt(name, CYCLES);
+      counters(['-d', `${labelOf(name)}.${round}`]);
+    };
     for (let round = 0; round < 2; round++) {
-      for (const v of VARIANTS) {
-        counters(['-z']);
-        await run(v.name, CYCLES);
-        const label = `${v.name.replace(/\W+/g, '_')}.${round}`;
-        counters(['-d', label]);
-        dumps.push(label);
-      }
+      for (const v of VARIANTS) await measure(v.name, round, run);
+      for (const mode of CONTENDED_MODES) await measure(mode.name, round, runContended);
     }
     await client.shutdown('NOSAVE').catch(() => undefined);
     client.disconnect();
     await exited;
     const perCycle = new Map<string, number[]>();
+    const names = [...VARIANTS.map((v) => v.name), ...CONTENDED_MODES.map((m) => m.name)];
     for (const file of fs.readdirSync(dir).filter((f) => f.startsWith('out.'))) {
       const text = fs.readFileSync(path.join(dir, file), 'utf8');
       const label = /^desc: Trigger: (?:Client Request: |dump )(\S+)$/m.exec(text)?.[1];
       const total = /^(?:summary|totals): (\d+)$/m.exec(text)?.[1];
-      const variant = VARIANTS.find((v) => label?.startsWith(`${v.name.replace(/\W+/g, '_')}.`));
-      if (variant && total) perCycle.set(variant.name, [...(perCycle.get(variant.name) ?? []), Number(total) / CYCLES]);
+      const name = names.find((n) => label?.startsWith(`${labelOf(n)}.`));
+      if (name && total) perCycle.set(name, [...(perCycle.get(name) ?? []), Number(total) / CYCLES]);
     }
     const floor = Math.min(...(perCycle.get(VARIANTS[0].name) ?? [NaN]));
-    const rows = VARIANTS.map((v) => {
-      const counts = perCycle.get(v.name) ?? [];
+    const rowOf = (name: string, what: string) => {
+      const counts = perCycle.get(name) ?? [];
       const best = Math.min(...counts);
       return [
-        v.name,
+        name,
         Math.round(best).toLocaleString('en-US'),
         `${(best / floor).toFixed(2)}×`,
         counts.map((c) => Math.round(c).toLocaleString('en-US')).join(' / '),
-        v.what,
+        what,
       ];
-    });
+    };
+    const rows = VARIANTS.map((v) => rowOf(v.name, v.what));
+    const contendedRows = CONTENDED_MODES.map((m) => rowOf(m.name, m.what));
     process.stdout.write(
       `redis-server user-space instructions per uncontended acquire + release (callgrind, ${CYCLES} cycles per measurement, two measurements each)\n\n`,
     );
     process.stdout.write(`${renderTable([['variant', 'instructions per cycle', '÷ raw floor', 'both measurements', 'what it runs'], ...rows])}\n`);
+    process.stdout.write(
+      `\nper contended handover (${CONTENDED_WAITERS} waiters queued: the holder's release hands the lock to the first, the releaser queues again at once), against the raw floor's uncontended cycle (a perfect handover: the next holder's SET NX, the last one's compare-and-delete)\n\n`,
+    );
+    process.stdout.write(
+      `${renderTable([['mode', 'instructions per handover', '÷ raw floor', 'both measurements', 'what it runs'], ...contendedRows])}\n`,
+    );
   } finally {
     if (server.exitCode === null) server.kill('SIGKILL');
     await exited;
