@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { Logger } from '@nestjs/common';
 import { AcquireContext, AcquireTally, acquireOneKey } from './acquire/acquire-one-key';
+import { abortReason } from './acquire/acquire-context';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockBusyError } from '../errors/lock-busy.error';
 import { LockKeyError } from '../errors/lock-key.error';
@@ -231,6 +232,8 @@ export class LockEngine implements LockRuntime {
     } catch (error) {
       return Promise.reject(error);
     }
+    // Given up before it began (LockOptions.signal): nothing is asked of Redis.
+    if (options.signal?.aborted) return Promise.reject(abortReason(options.signal));
     let toTake: readonly string[] = keys;
     let outer: readonly Lock[] = NO_LOCKS;
     if (insideLockContext()) ({ toTake, outer } = this.splitReentrant(keys));
@@ -254,7 +257,7 @@ export class LockEngine implements LockRuntime {
         return this.adopt(pending, tally, scoped);
       },
       (error: unknown) => {
-        this.countFailure(error, options.name, tally);
+        this.countFailure(error, options, tally);
         if (!this.shutdown.signal.aborted) {
           this.drain.acquisitionSettled();
           throw error;
@@ -276,6 +279,8 @@ export class LockEngine implements LockRuntime {
     let trying: LockKeys | undefined;
     try {
       for (const k of toTake) {
+        // Given up between keys: the keys taken so far go back (below).
+        if (pending.options.signal?.aborted) throw abortReason(pending.options.signal);
         trying = this.store.keysFor(k);
         leases.push(await acquireOneKey(this.acquireContext, trying, pending.token, pending.options, waitUntil, tally));
         trying = undefined;
@@ -286,7 +291,7 @@ export class LockEngine implements LockRuntime {
       const incomplete = toTake.length > 0 ? pending.incomplete(monotonicNow() - tally.startedAt, tally.attempts) : undefined;
       if (incomplete) throw incomplete;
     } catch (error) {
-      this.countFailure(error, pending.options.name, tally);
+      this.countFailure(error, pending.options, tally);
       this.watchdog.untrack(pending);
       // The keys taken so far go back owner-checked. Not awaited: the caller's answer must not wait a
       // second commandTimeout on a Redis that did not answer the first (the command is already written,
@@ -383,13 +388,13 @@ export class LockEngine implements LockRuntime {
     );
   }
 
-  private countFailure(error: unknown, name: string, tally: AcquireTally): void {
-    const outcome = failureOutcome(error);
+  private countFailure(error: unknown, options: ResolvedLockOptions, tally: AcquireTally): void {
+    const outcome = options.signal?.aborted && error === options.signal.reason ? 'aborted' : failureOutcome(error);
     if (outcome === 'busy') this.stats.busy++;
     else if (outcome === 'timeout') this.stats.timeouts++;
     else if (error instanceof LockConnectionError) this.stats.connectionErrors++;
     // No attempt sent (close() had begun): nothing was asked of Redis, nothing to report.
-    if (tally.attempts > 0) this.recordAcquire(name, outcome, tally);
+    if (tally.attempts > 0) this.recordAcquire(options.name, outcome, tally);
   }
 
   private recordAcquire(name: string, outcome: AcquireOutcome, tally: AcquireTally, fencingToken?: number): void {

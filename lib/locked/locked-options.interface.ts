@@ -7,7 +7,7 @@ export type LockedOnBusyPolicy = OnBusyPolicy | 'defer';
 /**
  * Options of `@Locked`. Every field left out inherits the module's default (`DistributedLockModule.forRoot`).
  */
-export interface LockedOptions extends Omit<LockOptions, 'onBusy'> {
+export interface LockedOptions extends Omit<LockOptions, 'onBusy' | 'signal'> {
   /**
    * Policy when the key is held: wait (bounded), throw `LockBusyError`, give up quietly (`'fail-fast'`), or
    * `'defer'`: enqueue the call as a durable job (BullMQ) that a worker runs later under the same lock, and

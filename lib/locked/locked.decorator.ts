@@ -182,7 +182,7 @@ const DECORATION_BASE: ResolvedLockOptions = {
   maxHold: MAX_TIMER_MS,
   retryDelay: { min: 1, max: MAX_TIMER_MS },
 };
-const LOCKED_OPTION_KEYS: readonly string[] = [...LOCK_OPTION_KEYS, 'deferKey', 'allowOuterWrapper'];
+const LOCKED_OPTION_KEYS: readonly string[] = [...LOCK_OPTION_KEYS.filter((k) => k !== 'signal'), 'deferKey', 'allowOuterWrapper'];
 
 function checkOptions(options: LockedOptions, where: string): LockOptions {
   resolveLockOptions(DECORATION_BASE, options as LockOptions, `${where} options`, LOCKED_OPTION_KEYS);

@@ -1,7 +1,8 @@
 import type { LockLostReason } from '../errors/lock-lost.error';
 
 /** How one acquisition ended: `lock.outcome` of `lock.acquire.attempts` and of the `lock.acquire` span. */
-export type AcquireOutcome = 'acquired' | 'busy' | 'timeout' | 'error';
+/** `aborted`: the caller's `signal` ended the wait (LockOptions.signal). */
+export type AcquireOutcome = 'acquired' | 'busy' | 'timeout' | 'aborted' | 'error';
 
 /** What one watchdog renewal found: `lock.outcome` of `lock.renewals`. */
 export type RenewalOutcome = 'renewed' | 'lost' | 'error';

@@ -42,7 +42,9 @@ function createInstruments(meter: Meter): Instruments {
   const n = LOCK_METRIC_NAMES;
   const seconds = { unit: 's', advice: { explicitBucketBoundaries: DURATION_BUCKETS } };
   return {
-    acquireAttempts: meter.createCounter(n.acquireAttempts, { description: 'Lock acquisitions by outcome (acquired, busy, timeout, error).' }),
+    acquireAttempts: meter.createCounter(n.acquireAttempts, {
+      description: 'Lock acquisitions by outcome (acquired, busy, timeout, aborted, error).',
+    }),
     waitDuration: meter.createHistogram(n.waitDuration, { ...seconds, description: 'Time from asking for a lock to getting it or giving up.' }),
     holdDuration: meter.createHistogram(n.holdDuration, { ...seconds, description: 'Time a lock was held, from acquisition to release().' }),
     releaseValidationFailures: meter.createCounter(n.releaseValidationFailures, {

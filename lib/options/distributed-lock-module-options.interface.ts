@@ -6,7 +6,7 @@ import type { LockOptions } from './lock-options.interface';
 export type RedisConnectionOption = string | RedisOptions | Redis | Cluster;
 
 /** Module-wide defaults of every LockOptions field except `name`, which names one kind of lock. */
-export interface DistributedLockModuleOptions extends Omit<LockOptions, 'name'> {
+export interface DistributedLockModuleOptions extends Omit<LockOptions, 'name' | 'signal'> {
   /**
    * Where locks live. A URL or options make a connection the module owns; an instance stays yours.
    * Required unless `nodes` is given (never both).

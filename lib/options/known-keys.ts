@@ -12,11 +12,12 @@ export const LOCK_OPTION_KEYS = [
   'retryDelay',
   'onLockLost',
   'fallback',
+  'signal',
 ] as const;
 
 /** Module options: its own, and every per-call option but `name` as the default of every call. */
 export const MODULE_OPTION_KEYS = [
-  ...LOCK_OPTION_KEYS.filter((k) => k !== 'name' && k !== 'fallback'),
+  ...LOCK_OPTION_KEYS.filter((k) => k !== 'name' && k !== 'fallback' && k !== 'signal'),
   'redis',
   'nodes',
   'nodeRecoveryDelay',

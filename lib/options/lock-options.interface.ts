@@ -47,6 +47,15 @@ export interface LockOptions {
    * (Method syntax on purpose: a callback annotated `(lock: Lock, …)` is accepted too.)
    */
   onLockLost?(this: void, lock: LockHandle, error: LockLostError): void;
+  /**
+   * Ends a wait for the lock when it aborts (a request the client gave up on, a job being cancelled):
+   * the call rejects with the signal's `reason` (an `AbortError` unless you gave another), leaves the
+   * key's queue, and gives back the keys of a multi-key lock it had taken. An attempt already on its way
+   * to Redis is answered first (at most `commandTimeout`); if that answer grants the lock, the call
+   * resolves with it. A lock already held is not affected: release it. Per call only: not a module
+   * default, and not an `@Locked` option (one signal would serve every call).
+   */
+  signal?: AbortSignal;
 }
 
 /** Options of `withLock`. */

@@ -7,6 +7,7 @@ import { resolveKeyPrefix } from './key-prefix';
 import { LOCK_DEFAULTS } from './lock-defaults';
 import { LOCK_OPTION_KEYS, MODULE_OPTION_KEYS, RETRY_DELAY_KEYS, assertKnownKeys } from './known-keys';
 import {
+  assertAbortSignal,
   assertBoolean,
   assertCount,
   assertFunctionOrUndefined,
@@ -37,6 +38,8 @@ export interface ResolvedLockOptions {
   minHold: number;
   retryDelay: { min: number; max: number };
   onLockLost?(this: void, lock: LockHandle, error: LockLostError): void;
+  /** Per call only (LockOptions.signal): never a module default. */
+  signal?: AbortSignal;
 }
 
 /** Module-level settings after defaults and validation. */
@@ -89,6 +92,7 @@ export function resolveLockOptions(
     },
     onLockLost: assertFunctionOrUndefined(`${where}.onLockLost`, given(o.onLockLost, base.onLockLost)),
   };
+  if (o.signal !== undefined) resolved.signal = assertAbortSignal(`${where}.signal`, o.signal);
   if (resolved.retryDelay.max < resolved.retryDelay.min) {
     throw new LockOptionsError(
       `${where}.retryDelay.max`,

@@ -84,6 +84,18 @@ export function assertFunctionOrUndefined<T>(option: string, value: unknown): T 
   return value as T | undefined;
 }
 
+/**
+ * An AbortSignal (LockOptions.signal). Told by its shape rather than `instanceof`, so a signal from another
+ * realm or an AbortSignal polyfill is accepted: what the wait uses is `aborted`, `reason` and the 'abort' event.
+ */
+export function assertAbortSignal(option: string, value: unknown): AbortSignal {
+  const signal = value as Partial<AbortSignal> | null;
+  if (typeof signal !== 'object' || signal === null || typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
+    throw new LockOptionsError(option, `expected an AbortSignal (an AbortController's signal), got ${describeValue(value)}.`);
+  }
+  return value as AbortSignal;
+}
+
 /** A metric / span name of a lock: a non-empty string of bounded length (see LockOptions.name). */
 export function assertLockName(option: string, value: unknown): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_LOCK_NAME_LENGTH) {

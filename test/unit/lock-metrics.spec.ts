@@ -122,6 +122,23 @@ describe('lock metrics and spans through a real OpenTelemetry SDK', () => {
     expect(span.attributes['lock.fencing_token']).toBeUndefined();
   });
 
+  it("aborted: the call's signal ended its wait; counted apart from timeouts and errors, not an error span", async () => {
+    const locks = await suite.pool.make();
+    const other = await suite.pool.make();
+    const holder = await locks.acquire('desk:1', { name: 'desk' });
+    const controller = new AbortController();
+    const waiting = other.acquire('desk:1', { name: 'desk', waitTimeout: 10_000, signal: controller.signal });
+    await sleep(50);
+    controller.abort();
+    await expect(waiting).rejects.toMatchObject({ name: 'AbortError' });
+    await holder.release();
+
+    expect(await otel.total(ATTEMPTS, { 'lock.name': 'desk', 'lock.outcome': 'aborted', 'lock.waited': true })).toBe(1);
+    expect(await otel.total(ATTEMPTS, { 'lock.name': 'desk', 'lock.outcome': 'error' })).toBe(0);
+    const span = otel.finishedSpans('lock.acquire').find((s) => s.attributes['lock.outcome'] === 'aborted')!;
+    expect(span.status.code).not.toBe(SpanStatusCode.ERROR);
+  });
+
   it('error: with Redis stopped an acquire counts outcome error (never busy)', async () => {
     const own = await RedisProcess.start();
     const locks = new LockService({ redis: own.url, keyPrefix: 'test:', commandTimeout: 300 });

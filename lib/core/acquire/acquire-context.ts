@@ -31,3 +31,6 @@ export function abandonQuietly(ctx: AcquireContext, keys: LockKeys, token: strin
 
 /** The error of a wait (or attempt) that close() ended. */
 export const shuttingDown = (keys: LockKeys) => new LockServiceClosedError(keys.key, 'the wait was ended by close()');
+
+/** What a wait its caller's `signal` ended rejects with: the signal's reason, as Node's own APIs do. */
+export const abortReason = (signal: AbortSignal): unknown => signal.reason ?? new DOMException('The wait for the lock was aborted.', 'AbortError');

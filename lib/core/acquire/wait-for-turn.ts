@@ -4,7 +4,7 @@ import type { AcquireReply, LockKeys } from '../lock-store';
 import { monotonicNow } from '../../time/clock';
 import type { Lease } from '../lease';
 import { interruptibleDelay } from '../../time/sleep';
-import { AcquireContext, AcquireTally, abandonQuietly, shuttingDown } from './acquire-context';
+import { AcquireContext, AcquireTally, abandonQuietly, abortReason, shuttingDown } from './acquire-context';
 import type { HandoverListener } from './handover-listener';
 import { assertFence, confirmedHandover, grantedLease, handedOverLease } from './lease-grant';
 
@@ -51,7 +51,7 @@ export async function waitForTurn(
         retryNow = !subscribedAtSend && (await ctx.wakeChannel.ensureSubscribed(keys.lock));
         if (!retryNow && !listener.handover) {
           const delay = nextDelay(reply.holderTtl, reply.position, attempts, ctx.wakeChannel.subscribedTo(keys.lock), options, ctx.waiterLease);
-          const pause = interruptibleDelay(Math.min(delay, remaining), ctx.shutdown);
+          const pause = interruptibleDelay(Math.min(delay, remaining), ctx.shutdown, options.signal);
           listener.wake = pause.wake;
           await pause.promise;
           listener.wake = undefined;
@@ -76,6 +76,8 @@ export async function waitForTurn(
         queued = true;
       }
       if (ctx.shutdown.aborted) throw shuttingDown(keys);
+      // The caller gave up (LockOptions.signal): leave the queue (below) rather than ask again.
+      if (options.signal?.aborted) throw abortReason(options.signal);
       attempts++;
       first.tally.attempts++;
       subscribedAtSend = ctx.wakeChannel.subscribedTo(keys.lock);
