@@ -8,6 +8,7 @@ import { Injectable, Logger, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { DistributedLockModule, Lock, LockBusyError, LockOptionsError, LockService, LockTimeoutError, Locked } from '../../lib';
+import { lockRedisKeys } from '../../lib/redis/lock-redis-keys';
 import type { RedlockStore } from '../../lib/redis/redlock/redlock-store';
 import { checkHistory, Section } from '../harness/history';
 import { RedisProcess } from '../harness/redis-process';
@@ -152,6 +153,22 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
       nodes.proxies[2].setDelay(0);
     }
     expect(await goneFrom(2, 'rbl:{g}')).toBe(true);
+  });
+
+  it("a waiter whose signal aborts leaves every node's queue: the holder's release frees the key on all nodes", async () => {
+    const a = await makeService('rbsig:');
+    const b = await makeService('rbsig:');
+    const held = await a.acquire('k');
+    const controller = new AbortController();
+    const waiting = b.acquire('k', { signal: controller.signal }).catch((error: unknown) => error);
+    const queue = lockRedisKeys('rbsig:', 'k').queue;
+    // The fault: B holds a place on every node.
+    expect(await pollUntil(async () => (await Promise.all(direct.map((c) => c.zcard(queue)))).every((n) => n === 1), 2_000, 10)).toBe(true);
+    controller.abort();
+    expect(await waiting).toMatchObject({ name: 'AbortError' });
+    expect(await pollUntil(async () => (await Promise.all(direct.map((c) => c.exists(queue)))).every((n) => n === 0), 2_000, 10)).toBe(true);
+    expect(await held.release()).toBe(true);
+    for (let node = 0; node < direct.length; node++) expect(await goneFrom(node, 'rbsig:{k}')).toBe(true);
   });
 
   it('acquire, busy, release, extend, withLock, isLocked: the lock is on every node and tokens increase', async () => {
