@@ -213,6 +213,34 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
     for (const calls of afterSaveCalls.slice(1)) expect(calls).toEqual({ info: 0, lastsave: 20 });
   });
 
+  it('nodes that refuse LASTSAVE (but allow INFO) to our user: a warning at startup, and every acquire reads the uptime instead', async () => {
+    await Promise.all(direct.map((c) => c.call('ACL', 'SETUSER', 'nolastsave', 'on', '>pw', '~*', '&*', '+@all', '-lastsave')));
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const aboutLastSave = () => warn.mock.calls.map(([message]) => String(message)).filter((m) => m.includes('does not answer LASTSAVE'));
+    try {
+      await markNodesLongUsed('rr8:');
+      await makeService('rr8:', { nodeRecoveryDelay: TTL }); // the control: the default user may read LASTSAVE
+      expect(aboutLastSave()).toEqual([]);
+      const service = await makeService('rr8:', {
+        nodeRecoveryDelay: TTL,
+        nodes: nodes.urls.map((url) => url.replace('redis://', 'redis://nolastsave:pw@')),
+      });
+      expect(aboutLastSave().length).toBeGreaterThanOrEqual(2);
+      for (const message of aboutLastSave()) expect(message).toMatch(/Redis at 127\.0\.0\.1:\d+ does not answer LASTSAVE \(NOPERM.*\+lastsave/);
+      const settled = async () =>
+        (await Promise.all(direct.map(async (c) => Number(await c.lastsave()) * 1_000))).every((ms) => ms + 1_000 + TTL < Date.now() - 50);
+      expect(await pollUntil(settled, 10_000, 100)).toBe(true);
+      const before = await Promise.all(direct.map(commandStats));
+      for (let i = 0; i < 5; i++) await (await service.acquire('k', { onBusy: 'throw' })).release();
+      const after = await Promise.all(direct.map(commandStats));
+      // Each node answered 5 acquires with INFO (less the INFO commandstats that read `before`), as before the LASTSAVE gate.
+      expect(after.map((a, i) => (a.info ?? 0) - (before[i].info ?? 0) - 1)).toEqual([5, 5, 5]);
+    } finally {
+      warn.mockRestore();
+      await Promise.all(direct.map((c) => c.call('ACL', 'DELUSER', 'nolastsave')));
+    }
+  });
+
   it('a node killed and restarted empty while 8 workers contend (quarantine on): locks keep being granted, 0 overlaps, increasing tokens', async () => {
     await markNodesLongUsed('rr5:');
     const svcs = [

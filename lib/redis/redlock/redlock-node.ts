@@ -89,4 +89,9 @@ export class RedlockNode {
   info(section: string): Promise<string> {
     return this.deadlines.bound('info', () => (this.client as { info(section: string): Promise<string> }).info(section));
   }
+
+  /** `LASTSAVE`, bounded like every call. */
+  lastSave(): Promise<number> {
+    return this.deadlines.bound('lastsave', () => (this.client as { lastsave(): Promise<number> }).lastsave());
+  }
 }
