@@ -58,6 +58,43 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
   }
 
   /**
+   * Runs `body` as an ACL user that may run every command but `denied` on every node (`urls` name the nodes
+   * as that user), with the startup warnings that mention `about`; the user and the spy are gone after.
+   */
+  async function asUserWithout(denied: string, about: string, body: (urls: string[], warnings: () => string[]) => Promise<void>): Promise<void> {
+    const user = `no${denied}`;
+    await Promise.all(direct.map((c) => c.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', `-${denied}`)));
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const warnings = () => warn.mock.calls.map(([message]) => String(message)).filter((m) => m.includes(about));
+    try {
+      await body(
+        nodes.urls.map((url) => url.replace('redis://', `redis://${user}:pw@`)),
+        warnings,
+      );
+    } finally {
+      warn.mockRestore();
+      await Promise.all(direct.map((c) => c.call('ACL', 'DELUSER', user)));
+    }
+  }
+
+  const lastSaveMs = async (c: Redis) => Number(await c.lastsave()) * 1_000;
+  /** Until every node's LASTSAVE (whole seconds) + 1 s + the delay is past: its acquires then read no uptime. */
+  const untilLastSaveSettled = () =>
+    pollUntil(async () => (await Promise.all(direct.map(lastSaveMs))).every((ms) => ms + 1_000 + TTL < Date.now() - 50), 10_000, 100);
+
+  /** INFO and LASTSAVE calls each node served while `run` ran (less the INFO commandstats that read the first count). */
+  async function uptimeReadsDuring(run: () => Promise<void>): Promise<Array<{ info: number; lastsave: number }>> {
+    const before = await Promise.all(direct.map(commandStats));
+    await run();
+    const after = await Promise.all(direct.map(commandStats));
+    return after.map((a, i) => ({ info: (a.info ?? 0) - (before[i].info ?? 0) - 1, lastsave: (a.lastsave ?? 0) - (before[i].lastsave ?? 0) }));
+  }
+
+  const acquireReleaseTimes = (service: LockService, n: number) => async () => {
+    for (let i = 0; i < n; i += 1) await (await service.acquire('k', { onBusy: 'throw' })).release();
+  };
+
+  /**
    * A holds the lock on nodes 0 and 1 (node 2 cut off while it acquired); node 1 restarts empty;
    * node 2 is back; B asks. Returns B's outcome and the history of both critical sections.
    */
@@ -159,48 +196,29 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
   });
 
   it('nodes that refuse INFO to our user: a warning at startup for each that answered (the uptime check is off there), and locks still work', async () => {
-    await Promise.all(direct.map((c) => c.call('ACL', 'SETUSER', 'noinfo', 'on', '>pw', '~*', '&*', '+@all', '-info')));
-    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-    const aboutInfo = () => warn.mock.calls.map(([message]) => String(message)).filter((m) => m.includes('does not answer INFO server'));
-    try {
+    await asUserWithout('info', 'does not answer INFO server', async (urls, aboutInfo) => {
       await markNodesLongUsed('rr6:');
       await makeService('rr6:'); // the control: the default user may read INFO
       expect(aboutInfo()).toEqual([]);
-      const service = await makeService('rr6:', { nodes: nodes.urls.map((url) => url.replace('redis://', 'redis://noinfo:pw@')) });
+      const service = await makeService('rr6:', { nodes: urls });
       // Startup waits for a majority of the nodes; each of those is checked.
       expect(aboutInfo().length).toBeGreaterThanOrEqual(2);
       for (const message of aboutInfo()) expect(message).toMatch(/Redis at 127\.0\.0\.1:\d+ does not answer INFO server \(NOPERM/);
       const lock = await service.acquire('k', { onBusy: 'throw' }); // the marker alone decides
       await lock.release();
-    } finally {
-      warn.mockRestore();
-      await Promise.all(direct.map((c) => c.call('ACL', 'DELUSER', 'noinfo')));
-    }
+    });
   });
 
   it('the uptime (INFO) is read only within nodeRecoveryDelay of a start or a save: a node up longer, not saved since, answers by LASTSAVE', async () => {
     await markNodesLongUsed('rr7:');
     const service = await makeService('rr7:', { nodeRecoveryDelay: TTL });
-    const lastSaveMs = async (c: Redis) => Number(await c.lastsave()) * 1000;
-    // LASTSAVE is whole seconds: the gate waits for it + 1 s + the delay.
-    const settled = async () => (await Promise.all(direct.map(lastSaveMs))).every((ms) => ms + 1_000 + TTL < Date.now() - 50);
-    expect(await pollUntil(settled, 10_000, 100)).toBe(true);
-    const cycles = async (n: number) => {
-      for (let i = 0; i < n; i += 1) await (await service.acquire('k', { onBusy: 'throw' })).release();
-    };
-    const delta = async (run: () => Promise<void>) => {
-      const before = await Promise.all(direct.map(commandStats));
-      await run();
-      const after = await Promise.all(direct.map(commandStats));
-      // Less the INFO commandstats that read `before`.
-      return after.map((a, i) => ({ info: (a.info ?? 0) - (before[i].info ?? 0) - 1, lastsave: (a.lastsave ?? 0) - (before[i].lastsave ?? 0) }));
-    };
-    const settledCalls = await delta(() => cycles(20));
+    expect(await untilLastSaveSettled()).toBe(true);
+    const settledCalls = await uptimeReadsDuring(acquireReleaseTimes(service, 20));
     // A save (or a start) reopens the gate for the delay: the node is asked its uptime again.
     await direct[0].bgsave();
     const saved = Date.now();
     expect(await pollUntil(async () => (await lastSaveMs(direct[0])) + 1_000 >= saved, 5_000, 20)).toBe(true);
-    const afterSaveCalls = await delta(() => cycles(20));
+    const afterSaveCalls = await uptimeReadsDuring(acquireReleaseTimes(service, 20));
     // The snapshot would come back at node 0's next restart: later cases restart it empty.
     const [, dir] = (await direct[0].config('GET', 'dir')) as string[];
     const [, file] = (await direct[0].config('GET', 'dbfilename')) as string[];
@@ -214,31 +232,17 @@ describe('T16 Redlock: node restarted empty, fencing across majorities', () => {
   });
 
   it('nodes that refuse LASTSAVE (but allow INFO) to our user: a warning at startup, and every acquire reads the uptime instead', async () => {
-    await Promise.all(direct.map((c) => c.call('ACL', 'SETUSER', 'nolastsave', 'on', '>pw', '~*', '&*', '+@all', '-lastsave')));
-    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-    const aboutLastSave = () => warn.mock.calls.map(([message]) => String(message)).filter((m) => m.includes('does not answer LASTSAVE'));
-    try {
+    await asUserWithout('lastsave', 'does not answer LASTSAVE', async (urls, aboutLastSave) => {
       await markNodesLongUsed('rr8:');
       await makeService('rr8:', { nodeRecoveryDelay: TTL }); // the control: the default user may read LASTSAVE
       expect(aboutLastSave()).toEqual([]);
-      const service = await makeService('rr8:', {
-        nodeRecoveryDelay: TTL,
-        nodes: nodes.urls.map((url) => url.replace('redis://', 'redis://nolastsave:pw@')),
-      });
+      const service = await makeService('rr8:', { nodeRecoveryDelay: TTL, nodes: urls });
       expect(aboutLastSave().length).toBeGreaterThanOrEqual(2);
       for (const message of aboutLastSave()) expect(message).toMatch(/Redis at 127\.0\.0\.1:\d+ does not answer LASTSAVE \(NOPERM.*\+lastsave/);
-      const settled = async () =>
-        (await Promise.all(direct.map(async (c) => Number(await c.lastsave()) * 1_000))).every((ms) => ms + 1_000 + TTL < Date.now() - 50);
-      expect(await pollUntil(settled, 10_000, 100)).toBe(true);
-      const before = await Promise.all(direct.map(commandStats));
-      for (let i = 0; i < 5; i++) await (await service.acquire('k', { onBusy: 'throw' })).release();
-      const after = await Promise.all(direct.map(commandStats));
-      // Each node answered 5 acquires with INFO (less the INFO commandstats that read `before`), as before the LASTSAVE gate.
-      expect(after.map((a, i) => (a.info ?? 0) - (before[i].info ?? 0) - 1)).toEqual([5, 5, 5]);
-    } finally {
-      warn.mockRestore();
-      await Promise.all(direct.map((c) => c.call('ACL', 'DELUSER', 'nolastsave')));
-    }
+      expect(await untilLastSaveSettled()).toBe(true);
+      // Every acquire reads the uptime, as before the LASTSAVE gate (its LASTSAVE refused).
+      expect((await uptimeReadsDuring(acquireReleaseTimes(service, 5))).map((calls) => calls.info)).toEqual([5, 5, 5]);
+    });
   });
 
   it('a node killed and restarted empty while 8 workers contend (quarantine on): locks keep being granted, 0 overlaps, increasing tokens', async () => {
