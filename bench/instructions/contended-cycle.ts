@@ -11,10 +11,11 @@ import type Redis from 'ioredis';
 import { fenceProposal } from '../../lib/redis/redlock/fence-proposal';
 import { REDLOCK_SCRIPTS } from '../../lib/redis/redlock/redlock-scripts';
 import { LOCK_SCRIPTS } from '../../lib/redis/scripts';
+import { queueKeysExpiry } from '../../lib/redis/scripts/lua-functions';
 
 /** Long enough that no place or handed lease lapses while the server runs under callgrind. */
 const WAITER_LEASE = '600000';
-const QUEUE_EXPIRY = String(2 * Number(WAITER_LEASE));
+const QUEUE_EXPIRY = queueKeysExpiry(Number(WAITER_LEASE));
 const TTL = '30000';
 
 /** How one mode's release and queued attempt are called (argument layouts of redis-lock-store.ts and redlock-store.ts). */

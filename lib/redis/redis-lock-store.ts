@@ -13,6 +13,7 @@ import { connectedReplicasOf, ReplicaAcks, timedOutBehindWaits } from './replica
 import { probeRedis } from './health-probe';
 import { WriteBatcher } from './write-batcher';
 import { LOCK_SCRIPTS } from './scripts';
+import { queueKeysExpiry } from './scripts/lua-functions';
 import { isClusterClient, type RedisClient } from './redis-connection';
 import { WakeRoute } from './wake-route';
 
@@ -40,7 +41,7 @@ export class RedisLockStore implements LockStore {
   private readonly scripts: ScriptRunner;
   private readonly writes: WriteBatcher;
   private readonly waiterLease: CommandArg;
-  /** How long a queue's keys outlive their last refresh: two waiter leases (a number the script would have to format). */
+  /** queueKeysExpiry of the waiter lease. */
   private readonly queueExpiry: CommandArg;
 
   constructor(
@@ -56,7 +57,7 @@ export class RedisLockStore implements LockStore {
     route?: WakeRoute,
   ) {
     this.waiterLease = String(waiterLease);
-    this.queueExpiry = String(2 * waiterLease);
+    this.queueExpiry = queueKeysExpiry(waiterLease);
     this.route = route ?? new WakeRoute(client, keyPrefix, commandTimeout);
     this.deadlines = new CommandDeadlines(commandTimeout, gate);
     this.scripts = new ScriptRunner(client);

@@ -124,10 +124,9 @@ export class RedlockBackend implements LockBackend {
     try {
       info = await node.info('server');
     } catch (error) {
-      // Only the server's own refusal (an error reply) says anything; a node not answering now does not.
-      const reply = (error as { cause?: unknown }).cause;
-      if (!(reply instanceof ReplyError)) return;
-      refusal = (reply as Error).message;
+      const reply = serverRefusal(error);
+      if (reply === undefined) return;
+      refusal = reply;
     }
     if (info && /^uptime_in_seconds:\d+/m.test(info)) return this.warnWithoutLastSave(node);
     this.context.logger.warn(
@@ -146,10 +145,10 @@ export class RedlockBackend implements LockBackend {
     try {
       await node.lastSave();
     } catch (error) {
-      const reply = (error as { cause?: unknown }).cause;
-      if (!(reply instanceof ReplyError)) return;
+      const refusal = serverRefusal(error);
+      if (refusal === undefined) return;
       this.context.logger.warn(
-        `Redlock: ${node.target} does not answer LASTSAVE (${(reply as Error).message}), so every acquire reads the node's uptime ` +
+        `Redlock: ${node.target} does not answer LASTSAVE (${refusal}), so every acquire reads the node's uptime ` +
           `(INFO server: about 8 µs of its CPU per acquire) instead of only after a restart or a save. Allow LASTSAVE to this user (+lastsave).`,
       );
     }
@@ -191,4 +190,13 @@ export class RedlockBackend implements LockBackend {
     const { shutdownTimeout } = this.context.settings;
     await Promise.all(this.nodes.filter((n) => n.owned).map((n) => closeConnection(n.client, shutdownTimeout)));
   }
+}
+
+/**
+ * The server's own error reply behind a failed node call (a command renamed, or denied by ACL), or undefined:
+ * only a refusal says anything about the node; a node not answering now (a timeout, a lost connection) does not.
+ */
+function serverRefusal(error: unknown): string | undefined {
+  const reply = (error as { cause?: unknown }).cause;
+  return reply instanceof ReplyError ? (reply as Error).message : undefined;
 }

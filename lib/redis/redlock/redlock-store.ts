@@ -7,6 +7,7 @@ import type { CommandArg } from '../lua-script';
 import { askAll, count, firstFailure, indexesOf, LateVotes, quorumOf, Vote } from './quorum';
 import type { RedlockNode } from './redlock-node';
 import { REDLOCK_SCRIPTS } from './redlock-scripts';
+import { queueKeysExpiry } from '../scripts/lua-functions';
 import { RedlockTickets } from './redlock-tickets';
 import { fenceProposal } from './fence-proposal';
 import { datedNodeHandover, NodeHandover } from './redlock-handovers';
@@ -68,7 +69,7 @@ export class RedlockStore implements LockStore {
   private readonly tickets: RedlockTickets;
   private readonly marker: string;
   private readonly lease: CommandArg;
-  /** How long a queue's keys outlive their last refresh: two waiter leases, as text (a script would format the number with a printf). */
+  /** queueKeysExpiry of the waiter lease. */
   private readonly queueExpiry: CommandArg;
   private readonly recovery: CommandArg;
   private readonly probeKey: string;
@@ -82,7 +83,7 @@ export class RedlockStore implements LockStore {
     this.channelPrefix = waiterChannelPrefix(settings.keyPrefix);
     this.marker = nodeMarkerKey(settings.keyPrefix);
     this.lease = String(settings.waiterLease);
-    this.queueExpiry = String(2 * settings.waiterLease);
+    this.queueExpiry = queueKeysExpiry(settings.waiterLease);
     this.recovery = String(settings.nodeRecoveryDelay);
     this.probeKey = healthProbeKey(settings.keyPrefix);
   }

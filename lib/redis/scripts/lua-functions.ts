@@ -23,6 +23,13 @@
 export const FENCE_RETENTION_MS = 3_600_000;
 
 /**
+ * How long a key's queue and places outlive their last refresh (ms, as the text a script passes to PEXPIRE:
+ * a number computed in Lua would cost the server a printf): two waiter leases, so a live waiter, which
+ * refreshes three times per lease, never sees them go, and a queue whose waiters all died vanishes.
+ */
+export const queueKeysExpiry = (waiterLease: number): string => String(2 * waiterLease);
+
+/**
  * Most stale queue entries one script call drops. Bounds the server time of any call (about 1 µs of
  * Redis work per entry); a longer run of dead waiters is dropped by the calls that follow, which the
  * callers send at once when a reply says the purge is unfinished (release: 3, abandon: +2,
