@@ -7,7 +7,7 @@
 import { Injectable, Logger, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import { DistributedLockModule, Lock, LockBusyError, LockOptionsError, LockService, LockTimeoutError, Locked } from '../../lib';
+import { DistributedLockModule, Lock, LockBusyError, LockOptionsError, LockService, LockStateError, LockTimeoutError, Locked } from '../../lib';
 import { lockRedisKeys } from '../../lib/redis/lock-redis-keys';
 import type { RedlockStore } from '../../lib/redis/redlock/redlock-store';
 import { checkHistory, Section } from '../harness/history';
@@ -477,6 +477,34 @@ describe('T16 Redlock mode on 3 healthy nodes', () => {
       errors.mockRestore();
       await clusterNode.stop();
     }
+  });
+
+  it('a lock key without an expiry on a majority of nodes (written by something else): LockStateError naming it, on every policy, nothing taken', async () => {
+    const service = await makeService('rlnx:', { waitTimeout: 500 });
+    const keys = lockRedisKeys('rlnx:', 'foreign');
+    // On a majority: no majority can grant, and the refusal is what the caller hears. (On one node only, the
+    // other two may grant before it answers, as with any one failed node.)
+    await direct[1].set(keys.lock, 'written by another tool');
+    await direct[2].set(keys.lock, 'written by another tool');
+    for (const attempt of [
+      () => service.acquire('foreign', { onBusy: 'throw' }),
+      () => service.acquire('foreign'),
+      () => service.tryAcquire('foreign'),
+    ]) {
+      const error = await attempt().catch((e: unknown) => e);
+      // Before: LockBusyError, LockTimeoutError, null: the node counted as busy while it would never free the key.
+      expect(error).toBeInstanceOf(LockStateError);
+      expect((error as Error).message).toContain(`"${keys.lock}" exists without an expiry`);
+    }
+    // Fails closed: the other node's vote was given back, no node keeps the lock or a place for it.
+    expect(await pollUntil(async () => (await direct[0].exists(keys.lock, keys.queue, keys.waiters)) === 0, 2_000)).toBe(true);
+    for (const c of [direct[1], direct[2]]) {
+      expect(await c.get(keys.lock)).toBe('written by another tool');
+      expect(await c.exists(keys.queue, keys.waiters)).toBe(0);
+      await c.del(keys.lock);
+    }
+    const lock = await service.acquire('foreign');
+    expect(await lock.release()).toBe(true);
   });
 
   it('1,000+ contended acquisitions from 3 services: 0 overlaps, increasing tokens, split votes counted', async () => {

@@ -89,6 +89,45 @@ describe('corrupt lock state', () => {
     expect(await client.exists('ls:{w}')).toBe(0);
   });
 
+  it('a lock key without an expiry (written by something else): every policy answers LockStateError naming it, nothing written', async () => {
+    const service = await make();
+    // A string, as a foreign SET would leave it, and a hash: neither expires, so either would block the key for good.
+    await client.set('ls:{n}', 'written by another tool');
+    await client.hset('ls:{nh}', 'field', 'value');
+    for (const [key, redisKey] of [
+      ['n', 'ls:{n}'],
+      ['nh', 'ls:{nh}'],
+    ]) {
+      for (const attempt of [() => service.acquire(key, { onBusy: 'throw' }), () => service.acquire(key), () => service.tryAcquire(key)]) {
+        const error = await attempt().catch((e: unknown) => e);
+        // Before: LockBusyError ("being handed to a queued waiter", where no waiter exists), LockTimeoutError, null.
+        expect(error).toBeInstanceOf(LockStateError);
+        expect((error as LockStateError).redisKey).toBe(redisKey);
+        expect((error as Error).message).toContain(`"${redisKey}" exists without an expiry`);
+        expect((error as Error).message).toContain('nothing ran under the lock');
+      }
+      // Refused before writing: no queue place, no token, the foreign key untouched.
+      expect(await client.exists(`${redisKey}:f`, `${redisKey}:q`, `${redisKey}:w`)).toBe(0);
+      expect(await client.pttl(redisKey)).toBe(-1);
+    }
+    expect(await client.get('ls:{n}')).toBe('written by another tool');
+    await client.del('ls:{n}', 'ls:{nh}');
+    const lock = await service.acquire('n');
+    expect(await lock.release()).toBe(true);
+  });
+
+  it('a release refused on a key of the wrong type says the lock stays taken, not that nothing ran', async () => {
+    const service = await make();
+    const lock = await service.acquire('r');
+    await client.set('ls:{r}:q', 'not a list');
+    const error = await lock.release().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockStateError);
+    expect((error as Error).message).toContain('The release failed; the lock was not released: it stays taken until its lease lapses');
+    expect((error as Error).message).not.toContain('nothing ran');
+    expect(await client.get('ls:{r}')).toBe(lock.token);
+    await client.del('ls:{r}', 'ls:{r}:q', 'ls:{r}:f');
+  });
+
   it('a waiter that times out is still a LockTimeoutError (the classification only takes data errors)', async () => {
     const holder = await make();
     const held = await holder.acquire('t');

@@ -1,5 +1,5 @@
 import { luaScript } from '../lua-script';
-import { FENCE_FUNCTIONS, PLACE_FUNCTIONS } from '../scripts/lua-functions';
+import { FENCE_FUNCTIONS, LOCK_STATE_ERROR_PREFIX, NO_EXPIRY_REFUSAL, PLACE_FUNCTIONS } from '../scripts/lua-functions';
 import { nodeSinceLua, recoveryLeftLua } from './node-since.lua';
 import { RAISED_FENCE_RETENTION_MS, TICKET_QUEUE_FUNCTIONS } from './ticket-queue.lua';
 
@@ -53,6 +53,8 @@ end
 local pttl = -1
 if holder then
   pttl = redis.call('PTTL', KEYS[1])
+  -- No lease of this library lacks an expiry: that key was written by something else (acquire.script.ts).
+  if pttl == -1 then error({err = '${LOCK_STATE_ERROR_PREFIX} ${NO_EXPIRY_REFUSAL}'}) end
 else
   drop_stale(KEYS[3], KEYS[4], now_ms_text_of(clock))
   local head = head_of(KEYS[3])

@@ -1,4 +1,4 @@
-import { FENCE_FUNCTIONS, QUEUE_FUNCTIONS } from './lua-functions';
+import { FENCE_FUNCTIONS, LOCK_STATE_ERROR_PREFIX, NO_EXPIRY_REFUSAL, QUEUE_FUNCTIONS } from './lua-functions';
 
 /**
  * One atomic attempt. Takes the lock when it is free and nobody live queued before us (FIFO: a
@@ -62,6 +62,9 @@ if retry and redis.call('GET', KEYS[1]) == token then
 end
 
 local pttl = redis.call('PTTL', KEYS[1])
+-- Every lease this library writes has an expiry: a lock key without one (PTTL -1, any type) was written
+-- by something else and would block the key for good. Refused before this call writes anything.
+if pttl == -1 then error({err = '${LOCK_STATE_ERROR_PREFIX} ${NO_EXPIRY_REFUSAL}'}) end
 local clock, now_ms
 if pttl == -2 then
   -- Free, but promised to a waiter ahead of us: unless its place lapsed.

@@ -59,6 +59,9 @@ const PROPOSAL_ACCEPTED_LEAD_S = 2;
 /** Error replies a script raises on corrupt lock state (see lock-state.ts): `LOCKSTATE <what> <value>`. */
 export const LOCK_STATE_ERROR_PREFIX = 'LOCKSTATE';
 
+/** What follows LOCK_STATE_ERROR_PREFIX when a lock key has no expiry (no lease of this library lacks one). */
+export const NO_EXPIRY_REFUSAL = 'noexpiry';
+
 /**
  * What a fencing token is: the functions the uncontended acquire needs. Scripts define these first
  * and the queue's (QUEUE_FUNCTIONS) only after their common-path early return: Redis runs a script's
