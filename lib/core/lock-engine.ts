@@ -195,6 +195,9 @@ export class LockEngine implements LockRuntime {
       throw new LockKeyError(`isLocked(key): expected one key (a string), got ${describeValue(key)}. Ask once per key.`);
     }
     const [k] = normalizeKeys(key);
+    // Past the drain the connection is closing (or is the user's, which this service no longer uses): say
+    // the service closed, as every other call does, rather than that Redis cannot be reached.
+    if (this.closed) throw new LockServiceClosedError(k, 'isLocked() came after close() ended', 'was not looked up');
     return this.store.isLocked(this.store.keysFor(k));
   }
 

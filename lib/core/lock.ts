@@ -220,7 +220,7 @@ export class Lock implements LockHandle, AsyncDisposable {
     // TTL). Asking Redis again only made a release after close() throw (no connection) where it should say false.
     // Not so for an acquisition that lost its first keys while it waited for the rest: keys granted after the loss
     // were not given back then, and are here.
-    if (wasLost && this.handedOut) return Promise.resolve(this.released(false, ranWork));
+    if (wasLost && this.handedOut) return Promise.resolve(this.released(false, ranWork, this.endReason));
     const keepFor = minHold > 0 ? Math.ceil(minHold - (monotonicNow() - this.heldSince)) : 0;
     let freeing: Promise<boolean>;
     if (keepFor > 0 && !wasLost) freeing = this.shortenTo(keepFor);
@@ -296,8 +296,12 @@ export class Lock implements LockHandle, AsyncDisposable {
     return deferred;
   }
 
-  /** Counts and reports what Redis said to the release (of a grant given back unused: nothing to report). */
-  private released(ok: boolean, ranWork: boolean): boolean {
+  /**
+   * Counts and reports what Redis said to the release (of a grant given back unused: nothing to report).
+   * `knownLoss`: the loss noticed before the call, already reported with its own cause; the release
+   * names it rather than guess one.
+   */
+  private released(ok: boolean, ranWork: boolean, knownLoss?: unknown): boolean {
     if (ok) {
       this.runtime.stats.released++;
       return true;
@@ -305,9 +309,13 @@ export class Lock implements LockHandle, AsyncDisposable {
     if (!ranWork) return false;
     this.runtime.stats.releaseFailures++;
     this.runtime.metrics.releaseValidationFailed(this.options.name);
+    const keys = `"${this.keys.join('", "')}"`;
     this.runtime.logger.warn(
-      `release() of lock "${this.keys.join('", "')}" found it already expired or owned by someone else; nothing was deleted. ` +
-        `The guarded work outlived its lease: raise ttl or keep the watchdog on.`,
+      knownLoss instanceof LockLostError
+        ? `release() of lock ${keys}: the lock had been lost before the call (${knownLoss.reason}, reported then); nothing was deleted.`
+        : `release() of lock ${keys} found it already expired or owned by someone else; nothing was deleted. The lease ran out ` +
+            `before the release: work longer than its lease with the watchdog off, a paused process, or Redis lost the key ` +
+            `(a restart without persistence, a failover).`,
     );
     return false;
   }

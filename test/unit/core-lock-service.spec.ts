@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { resolveDeferOptions } from '../../lib/defer/resolve-defer-options';
 import {
   DistributedLockError,
@@ -43,6 +44,29 @@ describe('LockService against a real redis-server: acquire, release, validation'
       expect(await suite.client.get('test:{order:2}')).toBe(second.token);
       expect(locks.getStats().releaseFailures).toBe(1);
       expect(await second.release()).toBe(true);
+    });
+
+    it('release() after a loss already reported names that loss, not a guessed cause such as a short ttl', async () => {
+      const locks = await suite.pool.make({ ttl: 5_000 });
+      const lock = await locks.acquire('order:taken');
+      const warnings = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      try {
+        // Redis lost the key and another owner took it (a restart, a failover): the next extend finds out.
+        await suite.client.set('test:{order:taken}', 'another owner', 'PX', 5_000);
+        await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+        expect(await lock.release()).toBe(false);
+        const logged = warnings.mock.calls.map(([m]) => String(m));
+        expect(logged.filter((m) => m.includes('release() of lock "order:taken"'))).toEqual([
+          'release() of lock "order:taken": the lock had been lost before the call (not-owner, reported then); nothing was deleted.',
+        ]);
+        // Before: "The guarded work outlived its lease: raise ttl or keep the watchdog on", for a loss that was neither.
+        expect(logged.filter((m) => /outlived its lease|raise ttl/.test(m))).toEqual([]);
+        expect(locks.getStats()).toMatchObject({ lost: 1, releaseFailures: 1 });
+        expect(await suite.client.get('test:{order:taken}')).toBe('another owner');
+      } finally {
+        warnings.mockRestore();
+        await suite.client.del('test:{order:taken}');
+      }
     });
 
     it('sends no release after a failed acquire: a busy attempt is exactly one script call', async () => {

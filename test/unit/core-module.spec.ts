@@ -126,6 +126,12 @@ describe('DistributedLockModule', () => {
       expect((held.signal.reason as LockLostError).reason).toBe('shutdown');
       expect(held.isHeld()).toBe(false);
       expect(mine.status).toBe('ready');
+      // Closed is closed, whoever owns the connection (before: a user's client answered; the module's own, LockConnectionError).
+      const asked = await locks.isLocked('module:3').catch((e: unknown) => e);
+      expect(asked).toBeInstanceOf(LockServiceClosedError);
+      expect((asked as Error).message).toBe(
+        'LockService is closing or closed; no new locks are taken: lock "module:3" was not looked up (isLocked() came after close() ended).',
+      );
       expect(await mine.exists('lock:{module:3}')).toBe(0);
       expect(await mine.llen('lock:{module:3}:q')).toBe(0);
     } finally {
