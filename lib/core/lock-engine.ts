@@ -19,7 +19,7 @@ import { newOwnerToken, newServiceId } from './owner-token';
 import type { Lease } from './lease';
 import { Lock } from './lock';
 import { deferredWorkKind, discardDeferredWork } from './deferred-work-result';
-import { heldInContext, insideLockContext, runInLockContext } from './lock-context';
+import { heldInContext, insideLockContext, locksInContext, runInLockContext } from './lock-context';
 import type { LockRuntime } from './lock-runtime';
 import { LockStats, emptyStats } from './lock-stats';
 import type { AcquireOutcome, LockMetrics } from '../observability/lock-metrics';
@@ -209,8 +209,23 @@ export class LockEngine implements LockRuntime {
    * keys: renewals stop and the leases lapse by TTL (logged by key). Then closes connections the module made.
    */
   close(): Promise<void> {
+    const callers = this.locksOfCaller();
     this.closing ??= this.doClose();
-    return this.closing;
+    if (callers.size === 0) return this.closing;
+    // Called from work under locks of this service (a job that shuts the application down on a fatal error):
+    // that work cannot release them before this call returns to it. Waiting for them here would wait out the
+    // whole shutdownTimeout and then leave their keys to lapse by TTL; instead this call returns once the
+    // rest is drained, and the connection closes when the caller's work has released its locks too (within
+    // the same shutdownTimeout, like all work).
+    return this.drain.untilIdleExcept(callers, this.settings.shutdownTimeout).then(() => undefined);
+  }
+
+  /** Locks of this service held by the calling code's chain (with the outer locks its nested calls borrow from). */
+  private locksOfCaller(): Set<Lock> {
+    const locks = new Set<Lock>();
+    if (!insideLockContext()) return locks;
+    for (const lock of locksInContext()) if (this.drain.held.has(lock)) lock.withOuterLocks(locks);
+    return locks;
   }
 
   /** Merges call options over the module defaults (validated before any Redis command). */

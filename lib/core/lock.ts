@@ -259,6 +259,13 @@ export class Lock implements LockHandle, AsyncDisposable {
     return false;
   }
 
+  /** @internal This handle and every outer lock it borrows keys from, directly or through other nested calls. */
+  withOuterLocks(into: Set<Lock> = new Set()): Set<Lock> {
+    into.add(this);
+    for (const o of this.outer) o.withOuterLocks(into);
+    return into;
+  }
+
   private borrowsFrom(lender: Lock): boolean {
     return this.outer.some((o) => (o === lender && this.borrowing) || o.borrowsFrom(lender));
   }

@@ -70,14 +70,18 @@ export class ShutdownDrain {
 
   /** Resolves true once no lock is held and no acquisition is in flight, false if `ms` passed first. */
   untilIdle(ms: number): Promise<boolean> {
-    return this.idleWait.until(this.idle, ms);
+    return this.idleWait.until(() => this.locks.size === 0 && this.acquiring === 0, ms);
   }
 
-  private get idle(): boolean {
-    return this.locks.size === 0 && this.acquiring === 0;
+  /**
+   * The same but for `except`: the locks of a close() called from work under them, which cannot end
+   * before that close() returns to it.
+   */
+  untilIdleExcept(except: ReadonlySet<Lock>, ms: number): Promise<boolean> {
+    return this.idleWait.until(() => this.acquiring === 0 && [...this.locks].every((lock) => except.has(lock)), ms);
   }
 
   private checkIdle(): void {
-    if (this.idle) this.idleWait.idleNow();
+    this.idleWait.changed();
   }
 }

@@ -88,12 +88,12 @@ export class JobDrain {
 
   /** Resolves true once every run ended, false if `ms` passed first. */
   untilIdle(ms: number): Promise<boolean> {
-    return this.idleWait.until(this.runs.size === 0, ms);
+    return this.idleWait.until(() => this.runs.size === 0, ms);
   }
 
   /** @internal */
   ended(run: JobRun): void {
-    if (this.runs.delete(run) && this.runs.size === 0) this.idleWait.idleNow();
+    if (this.runs.delete(run)) this.idleWait.changed();
   }
 }
 

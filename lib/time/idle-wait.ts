@@ -1,26 +1,30 @@
 /**
- * One bounded wait for "nothing is left running" (a drain's end): `until` resolves true when the owner
- * says it became idle (`idleNow()`), false once `ms` passed first. One waiter at a time (close() waits once).
+ * Bounded waits for "nothing is left running" (a drain's end): each `until` resolves true once its
+ * condition holds (checked at once and whenever the owner says its state `changed()`), false once `ms`
+ * passed first. close() waits for all work, and a close() called from work under a lock of the same
+ * service waits for all but that work (see ShutdownDrain), so more than one wait may be pending.
  */
 export class IdleWait {
-  private onIdle?: () => void;
+  private readonly waits = new Set<{ done: () => boolean; finish: (drained: boolean) => void }>();
 
-  /** `idle`: whether the owner is idle already. */
-  until(idle: boolean, ms: number): Promise<boolean> {
-    if (idle) return Promise.resolve(true);
+  until(done: () => boolean, ms: number): Promise<boolean> {
+    if (done()) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => finish(false), ms);
-      const finish = (drained: boolean) => {
-        clearTimeout(timer);
-        this.onIdle = undefined;
-        resolve(drained);
+      const wait = {
+        done,
+        finish: (drained: boolean) => {
+          clearTimeout(timer);
+          this.waits.delete(wait);
+          resolve(drained);
+        },
       };
-      this.onIdle = () => finish(true);
+      const timer = setTimeout(() => wait.finish(false), ms);
+      this.waits.add(wait);
     });
   }
 
-  /** The owner became idle: the wait (if any) ends. */
-  idleNow(): void {
-    this.onIdle?.();
+  /** The owner's state changed: every wait whose condition holds now ends. */
+  changed(): void {
+    for (const wait of this.waits) if (wait.done()) wait.finish(true);
   }
 }

@@ -10,10 +10,11 @@
  * back by a spy until the test has arranged the rest (close already begun, a waiter queued behind,
  * a release already run in Redis). Every check of a key is made long before any TTL could expire it.
  */
+import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { performance } from 'perf_hooks';
 import { DistributedLockError, Lock, LockLostError, LockService, LockServiceClosedError } from '../../lib';
-import type { AcquireReply } from '../../lib/redis/redis-lock-store';
+import type { AcquireReply, RedisLockStore } from '../../lib/redis/redis-lock-store';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
 import { ServicePool, sleep } from '../unit/core-helpers';
 
@@ -257,5 +258,73 @@ describe('T13 close() racing acquisitions and handovers', () => {
     expect(heldDuringDrain).toEqual([true]);
     expect(contenderEnteredAt).toBeGreaterThanOrEqual(releasedAt!);
     expect(locks.getStats()).toMatchObject({ released: 1, releaseFailures: 0, lost: 0 });
+  });
+
+  it("close() awaited inside work under a lock of the same service returns once the rest is drained; the work's own release then frees the key before the connection closes", async () => {
+    const closing = await make({ ttl: LONG_TTL, shutdownTimeout: 3_000 });
+    const other = await make({ ttl: LONG_TTL });
+    const errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    try {
+      // Other work of the same service, which finishes 300 ms into the shutdown: close() waits for that one.
+      const othersLock = await closing.acquire('self:other');
+      othersLock.signal.addEventListener('abort', () => void sleep(300).then(() => othersLock.release()));
+      let closeTook = 0;
+      let heldWhenCloseReturned: string | null = null;
+      const started = performance.now();
+      const result = await closing.withLock('self:job', async () => {
+        // A job that shuts the application down on a fatal error (app.close() runs the same close()).
+        await closing.close();
+        closeTook = performance.now() - started;
+        heldWhenCloseReturned = await probe.get(lockKey('self:job'));
+        expect(await probe.exists(lockKey('self:other'))).toBe(0);
+        return 'done';
+      });
+      expect(result).toBe('done');
+      // Before: close() waited for its own caller the whole shutdownTimeout (3 s), then left the key to lapse by TTL.
+      expect(closeTook).toBeGreaterThanOrEqual(280);
+      expect(closeTook).toBeLessThan(2_000);
+      expect(heldWhenCloseReturned).not.toBeNull();
+      // Released by the work as its callback ended, through the still-open connection: free at once for anyone.
+      expect(await probe.exists(lockKey('self:job'))).toBe(0);
+      const next = await other.tryAcquire('self:job');
+      expect(next).not.toBeNull();
+      await next!.release();
+      // Then the service finishes closing: a close() from outside waits for that, and nothing was left to lapse.
+      await closing.close();
+      expect((closing.engine.store as RedisLockStore).client.status).toBe('end');
+      expect(closing.getStats()).toMatchObject({ released: 2, releaseFailures: 0, lost: 0 });
+      expect(errors.mock.calls.map(([m]) => String(m)).filter((m) => m.includes('after shutdownTimeout'))).toEqual([]);
+      await expect(closing.acquire('self:later')).rejects.toBeInstanceOf(LockServiceClosedError);
+    } finally {
+      errors.mockRestore();
+    }
+  });
+
+  it('close() called inside work under a lock still waits for that work when it is not awaited there, and bounds it by shutdownTimeout like any work', async () => {
+    const closing = await make({ ttl: LONG_TTL, shutdownTimeout: 400 });
+    const errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    try {
+      let closed: Promise<void> | undefined;
+      const started = performance.now();
+      const body = closing.withLock('self:slow', async () => {
+        closed = closing.close();
+        await sleep(1_000); // outlives shutdownTimeout
+      });
+      await sleep(50);
+      await closed;
+      // The caller's lock counts like any work: close() is not held up past shutdownTimeout by it.
+      expect(performance.now() - started).toBeLessThan(900);
+      await body;
+      await closing.close();
+      expect((closing.engine.store as RedisLockStore).client.status).toBe('end');
+      expect(
+        errors.mock.calls.map(([m]) => String(m)).filter((m) => m.includes('"self:slow" was still held by running work after shutdownTimeout')),
+      ).toHaveLength(1);
+      // Left to lapse by TTL, never deleted under the running work.
+      expect(await probe.get(lockKey('self:slow'))).not.toBeNull();
+      await probe.del(lockKey('self:slow'));
+    } finally {
+      errors.mockRestore();
+    }
   });
 });
