@@ -1,9 +1,11 @@
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import { DEFER_QUEUE_FACTORY, type DeferJobQueue, type DeferQueueFactory, type DeferTarget } from './defer/defer-job-queue';
+import { DEFER_QUEUE_FACTORY, type DeferJobQueue, type DeferQueueFactory } from './defer/defer-job-queue';
 import { assertDeferConnectionSupported } from './defer/defer-connection-support';
 import { attachDeferQueue } from './defer/defer-queue';
+import { deferTargetOf } from './defer/defer-target';
+import { DeferTargets } from './defer/defer-targets';
 import { deferredMethodsOf } from './defer/deferred-methods';
 import { resolveDeferOptions } from './defer/resolve-defer-options';
 import { DISTRIBUTED_LOCK_OPTIONS } from './distributed-lock.module-definition';
@@ -23,7 +25,7 @@ const BULLMQ_DEFER_QUEUES: DeferQueueFactory = {
 /**
  * Wires `@Locked(…, { onBusy: 'defer' })` to a queue when the module has a `defer` option (validated here,
  * at startup, whatever the queue): attaches the queue to this application's LockService at init, starts the
- * worker over the deferring methods of singleton providers and controllers (by `ClassName.method`) once the
+ * worker over the deferring methods of singleton providers and controllers (by `ProviderClass.method`) once the
  * application is up, and at shutdown closes the worker (running jobs finish) before the LockService closes
  * its engine, and the queue alongside it. The queue is BullMQ's unless the module provides another
  * (DEFER_QUEUE_FACTORY: the testing module's runs jobs in process).
@@ -61,7 +63,7 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    let targets: Map<string, DeferTarget>;
+    let targets: DeferTargets;
     try {
       targets = this.findTargets();
     } catch (error) {
@@ -73,7 +75,7 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
     }
     if (targets.size > 0 && !this.queue) {
       await this.locks.close();
-      const names = [...targets.keys()].join(', ');
+      const names = targets.names().join(', ');
       throw new DistributedLockError(
         `${names} use onBusy 'defer', but ${this.queues.moduleName} has no "defer" option: add defer: {} to its forRoot (see docs/defer.md).`,
       );
@@ -105,9 +107,9 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
     await this.queue?.close();
   }
 
-  /** Deferring methods by stable name, on the instance the worker runs them on (request-scoped classes are refused). */
-  private findTargets(): Map<string, DeferTarget> {
-    const targets = new Map<string, DeferTarget>();
+  /** Deferring methods by job name, on the instance the worker runs them on (request-scoped classes are refused). */
+  private findTargets(): DeferTargets {
+    const targets = new DeferTargets();
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       const instance: unknown = wrapper.instance;
       if (instance === null || typeof instance !== 'object') continue;
@@ -119,15 +121,7 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
             `this class is request-scoped or transient. Move the method to a singleton service.`,
         );
       }
-      for (const method of methods) {
-        const other = targets.get(method.name);
-        if (other && other.instance !== instance) {
-          throw new DistributedLockError(
-            `${method.where}: two providers have the deferring method ${method.name}; jobs name methods by class and method, so rename one class.`,
-          );
-        }
-        targets.set(method.name, { instance, method });
-      }
+      for (const method of methods) targets.add(deferTargetOf(instance, method));
     }
     return targets;
   }

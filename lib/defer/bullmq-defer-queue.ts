@@ -11,10 +11,12 @@ import { monotonicNow } from '../time/clock';
 import { settledWithin, withDeadline } from '../time/deadline';
 import { Deferred } from './deferred';
 import { encodeDeferredArguments, type EncodedArguments } from './defer-arguments';
-import type { DeferJobQueue, DeferLimits, DeferQueueContext, DeferTarget, RunUnderLock } from './defer-job-queue';
+import type { DeferJobQueue, DeferLimits, DeferQueueContext, RunUnderLock } from './defer-job-queue';
 import { prepareDeferKeyJob } from './defer-key-job';
 import { DEFER_KEY_WINDOW_MS, deferKeyJobId } from './defer-key-job-id';
-import { deferredMetricName, type DeferredMethod } from './deferred-methods';
+import type { DeferTarget } from './defer-target';
+import type { DeferTargets } from './defer-targets';
+import { deferredMetricName } from './deferred-methods';
 import { runDeferredJob, type DeferredJobData } from './deferred-job-run';
 import { enqueueFailure, enqueueNotSent, enqueueTimeout } from './enqueue-failure';
 import { isFinalFailure } from './final-failure';
@@ -66,12 +68,12 @@ export class BullmqDeferQueue implements DeferJobQueue {
     return this.closing !== undefined;
   }
 
-  async enqueue(method: DeferredMethod, args: readonly unknown[], deferKey?: readonly string[]): Promise<Deferred> {
+  async enqueue(target: DeferTarget, args: readonly unknown[], deferKey?: readonly string[]): Promise<Deferred> {
     if (this.closing)
       throw new DistributedLockError(
-        `The defer queue "${this.options.queueName}" is closed (application shutdown): ${method.name} was not enqueued.`,
+        `The defer queue "${this.options.queueName}" is closed (application shutdown): ${target.name} was not enqueued.`,
       );
-    const adding = this.add(method, args, deferKey);
+    const adding = this.add(target, args, deferKey);
     this.adding.add(adding);
     try {
       return await adding;
@@ -80,43 +82,44 @@ export class BullmqDeferQueue implements DeferJobQueue {
     }
   }
 
-  private async add(method: DeferredMethod, args: readonly unknown[], deferKey: readonly string[] | undefined): Promise<Deferred> {
+  private async add(target: DeferTarget, args: readonly unknown[], deferKey: readonly string[] | undefined): Promise<Deferred> {
+    const { name, method } = target;
     const encoded = encodeDeferredArguments(args, method.where);
-    const jobId = deferKey ? deferKeyJobId(method.name, deferKey) : undefined;
+    const jobId = deferKey ? deferKeyJobId(name, deferKey) : undefined;
     const { commandTimeout } = this.limits;
     // BullMQ holds an add until its connection is ready, however long that takes, and our deadline cannot
     // cancel it: an add handed over while Redis is unreachable would land whenever Redis is back, after
     // the caller was told it failed. So it is handed over only once the connection is ready, within the bound.
     const startedAt = monotonicNow();
     if (this.queueConnection.status !== 'ready' && !(await waitUntilReady(this.queueConnection, commandTimeout))) {
-      throw enqueueNotSent(method.name, this.queueConnection.status, commandTimeout);
+      throw enqueueNotSent(name, this.queueConnection.status, commandTimeout);
     }
     const left = Math.max(1, commandTimeout - (monotonicNow() - startedAt));
     let id: string;
     try {
       // Bounded like every command of the lock: a caller told "busy, deferred" must not wait on a Redis that is gone.
-      id = await withDeadline(this.store(method, encoded, jobId), left, () => enqueueTimeout(method.name, commandTimeout));
+      id = await withDeadline(this.store(name, encoded, jobId), left, () => enqueueTimeout(name, commandTimeout));
     } catch (error) {
-      throw enqueueFailure(method.name, error);
+      throw enqueueFailure(name, error);
     }
     this.metrics.deferred(deferredMetricName(method), 'enqueued');
-    return new Deferred(id, method.name, this.options.queueName);
+    return new Deferred(id, name, this.options.queueName);
   }
 
   /** Adds the job (or, for a deferKey naming a job that failed for good, retries that one); resolves to its id. */
-  private async store(method: DeferredMethod, encoded: EncodedArguments, jobId: string | undefined): Promise<string> {
+  private async store(name: string, encoded: EncodedArguments, jobId: string | undefined): Promise<string> {
     if (jobId !== undefined && (await prepareDeferKeyJob(this.queue, this.queueConnection, jobId, KEEP_COMPLETED_SECONDS * 1000)) === 'retried')
       return jobId;
     const { attempts, backoff } = this.options;
     const job = await this.queue.add(
-      method.name,
-      { method: method.name, ...encoded },
+      name,
+      { method: name, ...encoded },
       { jobId, attempts, backoff: { type: 'exponential', delay: backoff }, removeOnComplete: { age: KEEP_COMPLETED_SECONDS }, removeOnFail: false },
     );
     return job.id ?? '';
   }
 
-  startWorker(targets: ReadonlyMap<string, DeferTarget>, run: RunUnderLock): void {
+  startWorker(targets: DeferTargets, run: RunUnderLock): void {
     const worker = new this.bullmq.Worker<DeferredJobData>(this.options.queueName, (job, token) => this.process(job, token, targets, run), {
       connection: this.connect('worker'),
       concurrency: this.options.concurrency,
@@ -130,7 +133,7 @@ export class BullmqDeferQueue implements DeferJobQueue {
     worker.on('completed', (job) => this.finished(job, targets, 'completed'));
     worker.on('failed', (job, error) => {
       if (!job) return;
-      if (!isFinalFailure(job, error)) return this.metrics.deferred(this.metricName(job, targets), 'retried');
+      if (!isFinalFailure(job, error)) return this.metrics.deferred(targets.metricName(job.data.method), 'retried');
       this.finished(job, targets, 'failed');
       // Whoever retries it later (a dashboard's job.retry(), a deferKey's call) gives it its runs again.
       resetJobRuns(this.queue, this.queueConnection, job.id ?? '').catch(() => undefined);
@@ -199,12 +202,7 @@ export class BullmqDeferQueue implements DeferJobQueue {
     return this.closing;
   }
 
-  private process(
-    job: Job<DeferredJobData>,
-    token: string | undefined,
-    targets: ReadonlyMap<string, DeferTarget>,
-    run: RunUnderLock,
-  ): Promise<unknown> {
+  private process(job: Job<DeferredJobData>, token: string | undefined, targets: DeferTargets, run: RunUnderLock): Promise<unknown> {
     const { drain, logger } = this;
     const jobId = job.id ?? '';
     return runDeferredJob({
@@ -265,15 +263,10 @@ export class BullmqDeferQueue implements DeferJobQueue {
     throw new this.bullmq.DelayedError();
   }
 
-  private finished(job: Job<DeferredJobData>, targets: ReadonlyMap<string, DeferTarget>, outcome: 'completed' | 'failed'): void {
-    const name = this.metricName(job, targets);
+  private finished(job: Job<DeferredJobData>, targets: DeferTargets, outcome: 'completed' | 'failed'): void {
+    const name = targets.metricName(job.data.method);
     this.metrics.deferred(name, outcome);
     this.metrics.deferDuration(name, outcome, Math.max(0, Date.now() - job.timestamp));
-  }
-
-  private metricName(job: Job<DeferredJobData>, targets: ReadonlyMap<string, DeferTarget>): string {
-    const target = targets.get(job.data.method);
-    return target ? deferredMetricName(target.method) : job.data.method;
   }
 
   private connect(role: BullmqConnectionRole): Redis {

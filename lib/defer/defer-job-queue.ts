@@ -4,13 +4,8 @@ import type { LockMetrics } from '../observability/lock-metrics';
 import type { DistributedLockModuleOptions } from '../options/distributed-lock-module-options.interface';
 import type { ResolvedDeferOptions } from '../options/defer-options.interface';
 import type { DeferQueue } from './defer-queue';
-import type { DeferredMethod } from './deferred-methods';
-
-/** A deferring method and the (singleton) instance the worker runs it on. */
-export interface DeferTarget {
-  readonly instance: object;
-  readonly method: DeferredMethod;
-}
+import type { DeferTarget } from './defer-target';
+import type { DeferTargets } from './defer-targets';
 
 /**
  * How the worker takes a target's lock: the application's `withLock` with the method's options and 'retry',
@@ -33,8 +28,8 @@ export interface DeferLimits {
  * coordinator's, the same for both.
  */
 export interface DeferJobQueue extends DeferQueue {
-  /** Starts this instance's worker over the deferring methods found at startup (by `ClassName.method`). */
-  startWorker(targets: ReadonlyMap<string, DeferTarget>, run: RunUnderLock): void;
+  /** Starts this instance's worker over the deferring methods found at startup (by job name: `ProviderClass.method`). */
+  startWorker(targets: DeferTargets, run: RunUnderLock): void;
   /** Shutdown, first step: no new job; waiting runs go back, running ones are told and waited for (bounded by shutdownTimeout). */
   closeWorker(): Promise<void>;
   /** Shutdown, last step: the worker if still open, enqueues in flight, then the queue itself (`closed` from the start). */

@@ -1,4 +1,4 @@
-import type { DeferredMethod } from './deferred-methods';
+import type { DeferTarget } from './defer-target';
 import type { Deferred } from './deferred';
 
 /**
@@ -6,8 +6,11 @@ import type { Deferred } from './deferred';
  * (bullmq-defer-queue.ts) and, for the testing module, in memory (lib/testing/memory-defer-queue.ts).
  */
 export interface DeferQueue {
-  /** `deferKey`: the method's resolved deferKey (resolved by the caller, with the method's `this`), if it has one. */
-  enqueue(method: DeferredMethod, args: readonly unknown[], deferKey?: readonly string[]): Promise<Deferred>;
+  /**
+   * `target`: the method and the instance that deferred the call, its job named after that instance's class.
+   * `deferKey`: the method's resolved deferKey (resolved by the caller, with the method's `this`), if it has one.
+   */
+  enqueue(target: DeferTarget, args: readonly unknown[], deferKey?: readonly string[]): Promise<Deferred>;
   /** Closed or closing with the application: enqueue() would be refused. */
   readonly closed: boolean;
 }

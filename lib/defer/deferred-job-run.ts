@@ -1,11 +1,12 @@
 import type { Logger } from '@nestjs/common';
-import { DistributedLockError } from '../errors/distributed-lock.error';
 import { decodeDeferredArguments, type EncodedArguments } from './defer-arguments';
-import type { DeferTarget, RunUnderLock } from './defer-job-queue';
+import type { RunUnderLock } from './defer-job-queue';
+import type { DeferTarget } from './defer-target';
+import type { DeferTargets } from './defer-targets';
 import type { JobDrain } from './job-drain';
 import { storableResult } from './storable-result';
 
-/** What a job carries: the method's stable name and its arguments (JSON). */
+/** What a job carries: its name (`ProviderClass.method`, see defer-target.ts) and the method's arguments (JSON). */
 export interface DeferredJobData extends EncodedArguments {
   readonly method: string;
 }
@@ -14,7 +15,7 @@ export interface DeferredJobData extends EncodedArguments {
 export interface DeferredJobRun {
   readonly jobId: string;
   readonly data: DeferredJobData;
-  readonly targets: ReadonlyMap<string, DeferTarget>;
+  readonly targets: DeferTargets;
   readonly run: RunUnderLock;
   readonly drain: JobDrain;
   readonly logger: Logger;
@@ -39,8 +40,12 @@ const NOT_RUN = Symbol('not-run');
  */
 export async function runDeferredJob(job: DeferredJobRun): Promise<unknown> {
   const { data, targets, drain } = job;
-  const target = targets.get(data.method);
-  if (!target) throw new DistributedLockError(`No singleton provider with the deferring method ${data.method} on this instance.`);
+  let target: DeferTarget;
+  try {
+    target = targets.resolve(data.method);
+  } catch (error) {
+    throw jobFailure(error);
+  }
   // Fetched as the worker started closing: not started, so back to the queue for another instance.
   if (drain.draining) return job.giveBack(false);
   const jobRun = drain.start(job.jobId);
@@ -57,8 +62,7 @@ export async function runDeferredJob(job: DeferredJobRun): Promise<unknown> {
     } catch (error) {
       // Stopped when told the application is shutting down: back to the queue for another instance.
       if (jobRun.stoppedForShutdown(error)) return await job.giveBack(true);
-      const e = error instanceof Error ? error : new Error(String(error));
-      throw Object.assign(new Error(`${e.name}: ${e.message}`), { name: e.name });
+      throw jobFailure(error);
     }
     if (result === NOT_RUN) {
       // Still waiting for its lock when the worker started closing. The wait goes on in the lock service
@@ -71,4 +75,10 @@ export async function runDeferredJob(job: DeferredJobRun): Promise<unknown> {
   } finally {
     jobRun.end();
   }
+}
+
+/** A failed job keeps the message only: `Name: message`, so its reason still says what kind of error it was. */
+function jobFailure(error: unknown): Error {
+  const e = error instanceof Error ? error : new Error(String(error));
+  return Object.assign(new Error(`${e.name}: ${e.message}`), { name: e.name });
 }

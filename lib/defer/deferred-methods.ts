@@ -3,8 +3,13 @@ import type { LockOptions } from '../options/lock-options.interface';
 
 /** What `@Locked(…, { onBusy: 'defer' })` records at decoration: enough for a worker to run the original method later. */
 export interface DeferredMethod {
-  /** Stable name of the method in jobs: `ClassName.method`. */
+  /**
+   * `DeclaringClass.method`: the class whose body has the decorator. Jobs name the class of the instance that
+   * deferred the call instead (defer-target.ts); versions before that named jobs by this.
+   */
   readonly name: string;
+  /** The method's property name, as in `name`. */
+  readonly property: string;
   readonly where: string;
   readonly original: (...args: unknown[]) => unknown;
   readonly keys: CompiledKeySource;
@@ -38,5 +43,5 @@ export function deferredMethodsOf(instance: object): DeferredMethod[] {
   return found;
 }
 
-/** The bounded metric name of a deferring method's lock: its `name` option, else `ClassName.method`. */
+/** The bounded metric name of a deferring method's lock: its `name` option, else `DeclaringClass.method`. */
 export const deferredMetricName = (method: DeferredMethod): string => method.lockOptions.name ?? method.name;

@@ -10,7 +10,7 @@ export class Deferred {
   constructor(
     /** BullMQ job id: the same for repeated defers of one logical call when `deferKey` is set. */
     readonly jobId: string,
-    /** `ClassName.method` of the deferred call. */
+    /** `ProviderClass.method` of the deferred call: the class of the instance that deferred it, even for a method it inherits. */
     readonly method: string,
     /** Queue holding the job. */
     readonly queue: string,

@@ -1,5 +1,6 @@
 import { encodeDeferredArguments } from '../defer/defer-arguments';
 import { deferQueueOf } from '../defer/defer-queue';
+import { deferTargetOf } from '../defer/defer-target';
 import type { DeferredMethod } from '../defer/deferred-methods';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
@@ -33,11 +34,12 @@ export async function invokeDeferring(m: LockedMethod, d: DeferredMethod, self: 
       ? { ...m.lockOptions, onBusy: 'fail-fast', fallback: BUSY }
       : { ...m.lockOptions, onBusy: 'retry', waitTimeout: d.waitFirst };
   // The queue closes alongside the lock service at shutdown: a call that found the key busy just before is
-  // answered as the lock service answers calls after close() (LockServiceClosedError, 503 over HTTP).
+  // answered as the lock service answers calls after close() (LockServiceClosedError, 503 over HTTP). The job
+  // is named after `self`'s class, which may inherit the method: the worker runs it on that provider.
   const defer = () =>
     queue.closed
       ? Promise.reject(new LockServiceClosedError(keys[0], 'the application is shutting down: the call was neither run nor deferred'))
-      : queue.enqueue(d, args, deferKey);
+      : queue.enqueue(deferTargetOf(self as object, d), args, deferKey);
   let result: unknown;
   // Set once the lock is taken: from then on the method runs (and may have side effects), so no error can
   // mean "busy" any more, not even a LockTimeoutError on this call's own key thrown by a nested call inside.

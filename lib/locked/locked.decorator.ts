@@ -103,6 +103,7 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}, ...descri
       const { waitTimeout, ...jobLockOptions } = lockOptions;
       deferred = {
         name: `${className}.${String(propertyKey)}`,
+        property: String(propertyKey),
         where,
         original: method.original,
         keys: keySource,

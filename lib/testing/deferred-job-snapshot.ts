@@ -5,7 +5,7 @@ export type DeferredJobState = 'waiting' | 'delayed' | 'active' | 'completed' | 
 export interface DeferredJobSnapshot {
   /** `Deferred.jobId` of the calls it stands for. */
   readonly id: string;
-  /** `ClassName.method`. */
+  /** `ProviderClass.method`: the class of the instance that deferred the call (docs/defer.md), as `Deferred.method`. */
   readonly method: string;
   /** The arguments the method runs with: a JSON copy of the first call's, as a job stores them. */
   readonly args: readonly unknown[];

@@ -1,10 +1,12 @@
 import { AsyncResource } from 'node:async_hooks';
 import { encodeDeferredArguments } from '../defer/defer-arguments';
-import type { DeferJobQueue, DeferQueueContext, DeferTarget, RunUnderLock } from '../defer/defer-job-queue';
+import type { DeferJobQueue, DeferQueueContext, RunUnderLock } from '../defer/defer-job-queue';
 import { DEFER_KEY_WINDOW_MS, deferKeyJobId } from '../defer/defer-key-job-id';
 import { Deferred } from '../defer/deferred';
 import { runDeferredJob, type DeferredJobData } from '../defer/deferred-job-run';
-import { deferredMetricName, type DeferredMethod } from '../defer/deferred-methods';
+import type { DeferTarget } from '../defer/defer-target';
+import type { DeferTargets } from '../defer/defer-targets';
+import { deferredMetricName } from '../defer/deferred-methods';
 import { JobDrain, workerShutdownNotice } from '../defer/job-drain';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import type { DeferredJobSnapshot } from './deferred-job-snapshot';
@@ -35,7 +37,7 @@ export class MemoryDeferQueue implements DeferJobQueue {
    * the call that deferred them (whose locks would otherwise count as held by the job: reentrancy).
    */
   private readonly workerScope = new AsyncResource('DistributedLockTesting.deferWorker');
-  private worker?: { targets: ReadonlyMap<string, DeferTarget>; run: RunUnderLock };
+  private worker?: { targets: DeferTargets; run: RunUnderLock };
   private active = 0;
   private nextId = 1;
   private workerClosing?: Promise<void>;
@@ -48,28 +50,29 @@ export class MemoryDeferQueue implements DeferJobQueue {
     return this.closing !== undefined;
   }
 
-  enqueue(method: DeferredMethod, args: readonly unknown[], deferKey?: readonly string[]): Promise<Deferred> {
+  enqueue(target: DeferTarget, args: readonly unknown[], deferKey?: readonly string[]): Promise<Deferred> {
     const { settings, metrics } = this.context;
+    const { name, method } = target;
     if (this.closing) {
       return Promise.reject(
-        new DistributedLockError(`The defer queue "${settings.queueName}" is closed (application shutdown): ${method.name} was not enqueued.`),
+        new DistributedLockError(`The defer queue "${settings.queueName}" is closed (application shutdown): ${name} was not enqueued.`),
       );
     }
     let job: MemoryDeferredJob;
     try {
       // Stored as JSON, as BullMQ stores it: the job gets a copy, not the caller's objects.
-      const data = JSON.parse(JSON.stringify({ method: method.name, ...encodeDeferredArguments(args, method.where) })) as DeferredJobData;
-      job = deferKey ? this.jobForDeferKey(deferKeyJobId(method.name, deferKey), method, data) : this.add(String(this.nextId++), method, data);
+      const data = JSON.parse(JSON.stringify({ method: name, ...encodeDeferredArguments(args, method.where) })) as DeferredJobData;
+      job = deferKey ? this.jobForDeferKey(deferKeyJobId(name, deferKey), data) : this.add(String(this.nextId++), data);
     } catch (error) {
       return Promise.reject(error);
     }
     metrics.deferred(deferredMetricName(method), 'enqueued');
     this.workerScope.runInAsyncScope(() => this.pump());
-    return Promise.resolve(new Deferred(job.id, method.name, settings.queueName));
+    return Promise.resolve(new Deferred(job.id, name, settings.queueName));
   }
 
   /** The job a deferKey names, made ready to stand for a new call as lib/defer/defer-key-job.ts does on BullMQ. */
-  private jobForDeferKey(id: string, method: DeferredMethod, data: DeferredJobData): MemoryDeferredJob {
+  private jobForDeferKey(id: string, data: DeferredJobData): MemoryDeferredJob {
     const job = this.jobs.get(id);
     if (job?.state === 'failed') {
       // Failed for good: retried with all its attempts again, its first call's arguments and its last failure kept.
@@ -79,17 +82,17 @@ export class MemoryDeferQueue implements DeferJobQueue {
       return job;
     }
     if (job?.state === 'completed' && Date.now() - job.finishedOn! > DEFER_KEY_WINDOW_MS) this.jobs.delete(id);
-    return this.jobs.get(id) ?? this.add(id, method, data);
+    return this.jobs.get(id) ?? this.add(id, data);
   }
 
-  private add(id: string, method: DeferredMethod, data: DeferredJobData): MemoryDeferredJob {
-    const job = new MemoryDeferredJob(id, method, data);
+  private add(id: string, data: DeferredJobData): MemoryDeferredJob {
+    const job = new MemoryDeferredJob(id, data);
     this.jobs.set(id, job);
     this.waiting.push(job);
     return job;
   }
 
-  startWorker(targets: ReadonlyMap<string, DeferTarget>, run: RunUnderLock): void {
+  startWorker(targets: DeferTargets, run: RunUnderLock): void {
     this.worker = { targets, run };
     this.workerScope.runInAsyncScope(() => this.pump());
   }
@@ -119,7 +122,7 @@ export class MemoryDeferQueue implements DeferJobQueue {
             : 'this module runs no worker (defer.worker: false)';
         if (why === undefined) return;
         this.settleWatchers.delete(check);
-        const ids = pending.map((job) => `${job.id} (${job.method.name}, ${job.state})`).join(', ');
+        const ids = pending.map((job) => `${job.id} (${job.data.method}, ${job.state})`).join(', ');
         reject(new DistributedLockError(`Deferred job(s) ${ids} will not run: ${why}.`));
       };
       this.settleWatchers.add(check);
@@ -142,7 +145,7 @@ export class MemoryDeferQueue implements DeferJobQueue {
     }
   }
 
-  private async process(job: MemoryDeferredJob, targets: ReadonlyMap<string, DeferTarget>, run: RunUnderLock): Promise<void> {
+  private async process(job: MemoryDeferredJob, targets: DeferTargets, run: RunUnderLock): Promise<void> {
     const { drain } = this;
     const { logger } = this.context;
     let result: unknown;
@@ -174,12 +177,12 @@ export class MemoryDeferQueue implements DeferJobQueue {
     job.failedReason = error.message;
     // BullMQ fails a job for good, whatever attempts are left, when its error is named UnrecoverableError (final-failure.ts).
     if (error.name !== 'UnrecoverableError' && job.attemptsMade < settings.attempts) {
-      metrics.deferred(deferredMetricName(job.method), 'retried');
+      metrics.deferred(this.metricName(job), 'retried');
       return this.delay(job, settings.backoff * 2 ** (job.attemptsMade - 1));
     }
     this.finished(job, 'failed');
     logger.error(
-      `Deferred ${job.method.name} (job ${job.id}) failed for good: ${error.message} (${job.attemptsMade} attempt(s) started); ` +
+      `Deferred ${job.data.method} (job ${job.id}) failed for good: ${error.message} (${job.attemptsMade} attempt(s) started); ` +
         `it stays failed in queue "${settings.queueName}" of the testing module.`,
     );
   }
@@ -210,10 +213,15 @@ export class MemoryDeferQueue implements DeferJobQueue {
     const { metrics } = this.context;
     job.state = outcome;
     job.finishedOn = Date.now();
-    const name = deferredMetricName(job.method);
+    const name = this.metricName(job);
     metrics.deferred(name, outcome);
     metrics.deferDuration(name, outcome, Math.max(0, job.finishedOn - job.timestamp));
     this.tellSettleWatchers();
+  }
+
+  /** As BullMQ's worker names a job's metrics: by its method when this worker runs it, else by the job's name. */
+  private metricName(job: MemoryDeferredJob): string {
+    return this.worker?.targets.metricName(job.data.method) ?? job.data.method;
   }
 
   private tellSettleWatchers(): void {

@@ -1,5 +1,4 @@
 import { decodeDeferredArguments } from '../defer/defer-arguments';
-import type { DeferredMethod } from '../defer/deferred-methods';
 import type { DeferredJobData } from '../defer/deferred-job-run';
 import type { DeferredJobSnapshot, DeferredJobState } from './deferred-job-snapshot';
 
@@ -16,7 +15,6 @@ export class MemoryDeferredJob {
 
   constructor(
     readonly id: string,
-    readonly method: DeferredMethod,
     readonly data: DeferredJobData,
   ) {}
 
@@ -28,7 +26,7 @@ export class MemoryDeferredJob {
     const { id, state, attemptsMade, result, failedReason } = this;
     return {
       id,
-      method: this.method.name,
+      method: this.data.method,
       args: decodeDeferredArguments(structuredClone(this.data)),
       state,
       attemptsMade,

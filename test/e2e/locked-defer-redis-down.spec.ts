@@ -14,7 +14,7 @@ import { Deferred, DistributedLockModule, LockConnectionError, LockService, Lock
 import { RedisProcess } from '../harness/redis-process';
 import { Logger } from '@nestjs/common';
 import { BullmqDeferQueue } from '../../lib/defer/bullmq-defer-queue';
-import type { DeferredMethod } from '../../lib/defer/deferred-methods';
+import type { DeferTarget } from '../../lib/defer/defer-target';
 import { createLockMetrics } from '../../lib/observability/otel-lock-metrics';
 import { pollUntil, sleep } from '../unit/core-helpers';
 
@@ -159,10 +159,11 @@ describe("onBusy 'defer' with Redis gone", () => {
       createLockMetrics(() => undefined),
       new Logger('test'),
     );
-    const method = { name: 'Work.run', where: '@Locked on Work.run', lockOptions: {} } as unknown as DeferredMethod;
+    const method = { name: 'Work.run', where: '@Locked on Work.run', lockOptions: {} };
+    const target = { name: 'Work.run', instance: {}, method } as unknown as DeferTarget;
     try {
       const started = performance.now();
-      const error = await queue.enqueue(method, ['9']).catch((e: unknown) => e);
+      const error = await queue.enqueue(target, ['9']).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LockConnectionError);
       expect((error as Error).message).toMatch(/enqueue of Work\.run failed .*nothing was sent/);
       expect(performance.now() - started).toBeLessThan(COMMAND_TIMEOUT + 500);
