@@ -7,6 +7,7 @@ import { DISTRIBUTED_LOCK_OPTIONS } from './distributed-lock.module-definition';
 import { LockBusyError } from './errors/lock-busy.error';
 import type { DistributedLockModuleOptions } from './options/distributed-lock-module-options.interface';
 import type { LockOptions, WithLockOptions } from './options/lock-options.interface';
+import { assertNoFallback } from './options/fallback-option';
 import type { ResolvedLockOptions } from './options/resolve-options';
 import { assertOptionsObject } from './options/validate-options';
 
@@ -56,6 +57,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
     let resolved: ResolvedLockOptions;
     try {
       resolved = this.engine.resolve(options);
+      assertNoFallback('acquire', options);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -74,6 +76,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
     try {
       // Spread below, anything would pass as "no options".
       if (options !== undefined) assertOptionsObject('tryAcquire options', options);
+      assertNoFallback('tryAcquire', options);
     } catch (error) {
       return Promise.reject(error);
     }
