@@ -48,6 +48,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
    * - `'throw'` throws `LockBusyError` at once;
    * - `'fail-fast'` (only when given in this call) resolves to `null` when busy.
    * A module-wide `'fail-fast'` default makes `acquire` throw `LockBusyError` instead, so its type stays honest.
+   * A `fallback` is refused (`LockOptionsError`): it is what `withLock` resolves to instead of running its work.
    */
   acquire(key: string | readonly string[], options: LockOptions & { onBusy: 'fail-fast' }): Promise<Lock | null>;
   acquire(key: string | readonly string[], options?: LockOptions & { onBusy?: 'retry' | 'throw' }): Promise<Lock>;
@@ -71,7 +72,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
     });
   }
 
-  /** One attempt; `null` when the key is busy. Redis trouble still throws `LockConnectionError`. */
+  /** One attempt; `null` when the key is busy (no `fallback`: that is withLock's). Redis trouble still throws `LockConnectionError`. */
   tryAcquire(key: string | readonly string[], options?: Omit<LockOptions, 'onBusy' | 'waitTimeout'>): Promise<Lock | null> {
     try {
       // Spread below, anything would pass as "no options".
@@ -85,7 +86,8 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * Runs `fn` while holding the lock and releases it afterwards, whatever `fn` does.
-   * With `'fail-fast'` a busy key resolves to `fallback` without running `fn`.
+   * With `'fail-fast'` a busy key resolves to `fallback` without running `fn`; a `fallback` under any other
+   * policy (given, or the module's default) is a `LockOptionsError`, as it would never be used.
    * Inside `fn`, `currentLock()` returns the lock and nested acquisitions of the same keys are reentrant.
    */
   withLock<T, F = undefined>(key: string | readonly string[], fn: (lock: Lock) => T | Promise<T>, options?: WithLockOptions<F>): Promise<T | F> {

@@ -24,6 +24,7 @@ import type { LockRuntime } from './lock-runtime';
 import { LockStats, emptyStats } from './lock-stats';
 import type { AcquireOutcome, LockMetrics } from '../observability/lock-metrics';
 import { createLockMetrics } from '../observability/otel-lock-metrics';
+import { WITH_LOCK_FALLBACK_EXAMPLE, assertFallbackUsed } from '../options/fallback-option';
 import { ResolvedLockOptions, ResolvedModuleOptions, resolveLockOptions, resolveModuleOptions } from '../options/resolve-options';
 import type { HandoverChannel } from './handover-channel';
 import type { LockBackend, LockBackendFactory } from './lock-backend';
@@ -153,6 +154,14 @@ export class LockEngine implements LockRuntime {
       );
     }
     const resolved = this.resolve(options);
+    if (options?.fallback !== undefined) {
+      assertFallbackUsed(
+        'withLock options.fallback',
+        resolved.onBusy,
+        options.onBusy === undefined ? 'module default' : 'given',
+        WITH_LOCK_FALLBACK_EXAMPLE,
+      );
+    }
     let lock: Lock;
     try {
       lock = await this.take(key, resolved, true);

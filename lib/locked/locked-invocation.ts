@@ -8,6 +8,8 @@ import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { nameLockError } from './lock-error-names';
 import { markKeyErrorSource } from './request-key-errors';
 import { lockServiceOf } from './lock-service-of';
+import type { LockedLockService } from './lock-service-injection';
+import { assertLockedFallbackUsed } from './fallback-policy-check';
 import { deferredWorkKind, discardDeferredWork } from '../core/deferred-work-result';
 
 /** Everything one `@Locked` method needs at call time, computed once at decoration. */
@@ -29,7 +31,7 @@ export interface LockedMethod {
 export async function invokeForPromise(m: LockedMethod, self: unknown, args: unknown[]): Promise<unknown> {
   const service = lockServiceOf(self, m.where);
   const keys = resolveCallKeys(m.keys, self, args);
-  const locked = service.withLock(keys, () => invokeOriginal(m, self, args), callOptions(m, self, args));
+  const locked = service.withLock(keys, () => invokeOriginal(m, self, args), callOptions(m, service, self, args));
   return locked.catch((error: unknown) => nameOwnBusyError(error, m, keys));
 }
 
@@ -90,7 +92,7 @@ export function invokeForObservable(m: LockedMethod, self: unknown, args: unknow
           if (finished) inner.unsubscribe();
           return done;
         },
-        callOptions(m, self, args),
+        callOptions(m, service, self, args),
       );
       const outcome = await locked.catch((error: unknown) => nameOwnBusyError(error, m, keys));
       if (!ran) return deliverFallback(outcome, subscriber);
@@ -129,8 +131,12 @@ export function nameOwnBusyError(error: unknown, m: LockedMethod, keys: readonly
 }
 
 /** The call's withLock options: the method's, with its fallback (if it has one) computed from this call. */
-function callOptions(m: LockedMethod, self: unknown, args: unknown[]): WithLockOptions<unknown> {
-  return m.fallback === undefined ? m.lockOptions : { ...m.lockOptions, fallback: () => fallbackValue(m, self, args) };
+function callOptions(m: LockedMethod, service: LockedLockService, self: unknown, args: unknown[]): WithLockOptions<unknown> {
+  if (m.fallback === undefined) return m.lockOptions;
+  // Without an onBusy of its own, the service's default decides whether the fallback is used. Checked at startup
+  // for the instances made then (locked.explorer.ts); here too, for those made per request or per consumer.
+  if (m.lockOptions.onBusy === undefined) assertLockedFallbackUsed(m.where, service);
+  return { ...m.lockOptions, fallback: () => fallbackValue(m, self, args) };
 }
 
 function fallbackValue(m: LockedMethod, self: unknown, args: unknown[]): unknown {

@@ -25,7 +25,9 @@ export interface LockedOptions extends Omit<LockOptions, 'onBusy' | 'signal'> {
    * With `onBusy: 'fail-fast'`: what the method resolves to when the key is busy (the method is not run).
    * A function is called with the method's `this` and arguments and its result is used, so a function
    * cannot itself be the fallback value. For a method returning an Observable, an Observable fallback
-   * is subscribed to, `undefined` completes at once, any other value is emitted once.
+   * is subscribed to, `undefined` completes at once, any other value is emitted once. Only with 'fail-fast',
+   * given here or as the module's default (then checked when the application starts): with any other policy it
+   * would never be used, and is a `LockOptionsError`.
    * @default undefined
    */
   fallback?: unknown;

@@ -7,6 +7,7 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockOptions } from '../options/lock-options.interface';
 import { CompiledKeySource, LockKeySpec, compileKeySource } from '../keys/key-source';
 import { LOCK_DEFAULTS } from '../options/lock-defaults';
+import { LOCKED_FALLBACK_EXAMPLE, assertFallbackUsed } from '../options/fallback-option';
 import { LOCK_OPTION_KEYS } from '../options/known-keys';
 import { MAX_LOCK_NAME_LENGTH, MAX_TIMER_MS } from '../options/limits';
 import { MANUAL_LOCK_NAME, ResolvedLockOptions, resolveLockOptions } from '../options/resolve-options';
@@ -29,6 +30,7 @@ import { recordKeySourceMethod } from './request-key-errors';
 import { LOCKED_METADATA, LockedMetadata } from './locked.constants';
 import { HAS_LOCKED_METHODS, LOCKED_WRAPPERS } from './locked.internal-constants';
 import { recordLockedWrapper } from './outer-wrapper-check';
+import { recordFallbackWithoutPolicy } from './fallback-policy-check';
 import type { LockedOptions } from './locked-options.interface';
 
 /**
@@ -85,8 +87,9 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}, ...descri
     const defers = options?.onBusy === 'defer';
     const { onBusy: _onBusy, deferKey, ...nonDeferOptions } = options ?? {};
     if (!defers && deferKey !== undefined) throw new LockOptionsError(`${where} options.deferKey`, `deferKey is only used with onBusy: 'defer'.`);
-    if (options?.fallback !== undefined && options.onBusy !== undefined && options.onBusy !== 'fail-fast') {
-      throw new LockOptionsError(`${where} options.fallback`, `a fallback is only used with onBusy: 'fail-fast', not '${String(options.onBusy)}'.`);
+    // Without an onBusy here, the module's default decides: checked when the module starts (recorded below).
+    if (options?.fallback !== undefined && options.onBusy !== undefined) {
+      assertFallbackUsed(`${where} options.fallback`, String(options.onBusy), 'given', LOCKED_FALLBACK_EXAMPLE);
     }
     const lockOptions = checkOptions(defers ? nonDeferOptions : options, where);
     const paramTypes = Reflect.getMetadata('design:paramtypes', target, propertyKey) as unknown[] | undefined;
@@ -133,6 +136,7 @@ export function Locked(keys: LockKeySpec, options: LockedOptions = {}, ...descri
     recordKeySourceMethod(keySource, wrapper);
     if (deferred?.deferKey) recordKeySourceMethod(deferred.deferKey, wrapper);
     recordLockedWrapper(target, propertyKey, wrapper, options.allowOuterWrapper === true);
+    if (options.fallback !== undefined && options.onBusy === undefined) recordFallbackWithoutPolicy(target, where);
     descriptor.value = wrapper;
     return descriptor;
   }) as LockedMethodDecorator;

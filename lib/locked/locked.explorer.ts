@@ -5,6 +5,7 @@ import { LOCKED_LOCK_SERVICE, type LockedLockService } from './lock-service-inje
 import { moduleClosed, moduleCompiled, moduleStarted } from './locked-readiness';
 import { HAS_LOCKED_METHODS, LOCK_SERVICE_REF } from './locked.internal-constants';
 import { assertLockedOutermost } from './outer-wrapper-check';
+import { assertFallbacksUsed } from './fallback-policy-check';
 
 /**
  * Opens `@Locked` calls of this application once its lock module starts (`onModuleInit` of the
@@ -32,8 +33,13 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
         // uses the one its module sees, as its constructor's LockService does. Only an instance nobody
         // injected (a factory or value provider, a class whose module sees no lock module) gets this one:
         // the first module to start attaches it.
-        if ((instance as Record<symbol, unknown>)[LOCK_SERVICE_REF] !== undefined) continue;
-        Object.defineProperty(instance, LOCK_SERVICE_REF, { value: this.locks, enumerable: false, configurable: true, writable: true });
+        const injected = (instance as Record<symbol, unknown>)[LOCK_SERVICE_REF] as LockedLockService | undefined;
+        if (injected === undefined) {
+          Object.defineProperty(instance, LOCK_SERVICE_REF, { value: this.locks, enumerable: false, configurable: true, writable: true });
+        }
+        // A placeholder's calls are made on per-request (or per-consumer) instances, each injected with the
+        // service its module sees, which may not be this one: those are checked per call (locked-invocation.ts).
+        if (!isPlaceholder(wrapper, instance)) assertFallbacksUsed(instance, injected ?? this.locks);
       }
     }
     moduleStarted(this, this.locks);
@@ -49,4 +55,12 @@ function instancesOf(wrapper: InstanceWrapper): object[] {
   const candidates: unknown[] = [wrapper.instance];
   if (wrapper.isTransient) candidates.push(...wrapper.getStaticTransientInstances().map((i): unknown => i?.instance));
   return candidates.filter((i): i is object => i !== null && typeof i === 'object');
+}
+
+/**
+ * Whether `instance` is the object Nest makes (from the prototype, never constructed) for a request-scoped or
+ * transient class in place of the instances it makes per request or per consumer.
+ */
+function isPlaceholder(wrapper: InstanceWrapper, instance: object): boolean {
+  return instance === wrapper.instance && (wrapper.isTransient || !wrapper.isDependencyTreeStatic());
 }

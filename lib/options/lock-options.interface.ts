@@ -60,6 +60,11 @@ export interface LockOptions {
 
 /** Options of `withLock`. */
 export interface WithLockOptions<F = undefined> extends LockOptions {
-  /** With `onBusy: 'fail-fast'`: what `withLock` resolves to when the key is busy. @default undefined */
+  /**
+   * With `onBusy: 'fail-fast'`: what `withLock` resolves to when the key is busy (a function is called for it).
+   * Only with 'fail-fast', given beside it or as the module's default: with any other policy it would never be
+   * used, and is a `LockOptionsError`. `acquire` and `tryAcquire` take none (their busy answer is null).
+   * @default undefined
+   */
   fallback?: F | (() => F);
 }

@@ -12,7 +12,7 @@
  */
 // Leases lost and Redis stopped on purpose: their warnings would only fill the parent's buffer of non-JSON output.
 import '../../harness/quiet-logs';
-import { Lock, LockService } from '../../../lib';
+import { Lock, LockService, WithLockOptions } from '../../../lib';
 import type { Policy } from '../../harness/event-history/events';
 import { emit } from '../../harness/worker-log';
 import { bypassLocks } from './support/bypass-locks';
@@ -27,6 +27,10 @@ const rec = new HistoryRecorder(plan.worker);
 const random = new SeededRandom(plan.seed);
 /** withLock's fallback when fail-fast finds the key busy. */
 const BUSY = Symbol('busy');
+
+/** withLock options for a policy: the fallback only with 'fail-fast', the one policy that uses it (any other refuses it). */
+const withLockOptions = (policy: Policy, wait: number): WithLockOptions<typeof BUSY> =>
+  policy === 'fail-fast' ? { onBusy: policy, waitTimeout: wait, fallback: BUSY } : { onBusy: policy, waitTimeout: wait };
 
 let sections = 0;
 const closeAt = [...plan.closeAt].sort((a, b) => a - b);
@@ -100,7 +104,7 @@ async function nested(locks: LockService, parent: number, keys: string[]): Promi
         rec.exit(c);
         r = rec.invoke('release', { lock: c });
       },
-      { onBusy: policy, waitTimeout: wait, fallback: BUSY },
+      withLockOptions(policy, wait),
     );
     if (result === BUSY) rec.settle(c, 'busy');
     else rec.release(r!, null);
@@ -141,7 +145,7 @@ async function viaWithLock(locks: LockService, keys: string[], policy: Policy, w
         await body(c, lock, keys, locks);
         r = rec.invoke('release', { lock: c });
       },
-      { onBusy: policy, waitTimeout: wait, fallback: BUSY },
+      withLockOptions(policy, wait),
     );
     if (result === BUSY) rec.settle(c, 'busy');
     else rec.release(r!, null);
