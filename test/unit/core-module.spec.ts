@@ -1,10 +1,10 @@
 import 'reflect-metadata';
-import { Injectable, Module } from '@nestjs/common';
+import { DynamicModule, Injectable, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
 import type { RedisLockStore } from '../../lib/redis/redis-lock-store';
-import { DistributedLockModule, LockLostError, LockOptionsError, LockService, LockServiceClosedError } from '../../lib';
+import { DistributedLockModule, DistributedLockModuleOptions, LockLostError, LockOptionsError, LockService, LockServiceClosedError } from '../../lib';
 import { DistributedLockTestingModule } from '../../lib/testing';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
 
@@ -89,6 +89,52 @@ describe('DistributedLockModule', () => {
     expect(() => DistributedLockModule.forRootAsync({ useFactory: null as never, useClass: LockOptionsFactory })).not.toThrow();
     // The testing module stands in for it, so it refuses the same.
     expect(() => DistributedLockTestingModule.forRootAsync({})).toThrow(/DistributedLockTestingModule\.forRootAsync\(options\)".*got none/);
+  });
+
+  it('forRootAsync refuses isGlobal in the options its factory returns, at startup: forRootAsync decides it before the factory runs', async () => {
+    /** compile()'s error, or undefined when the module compiled (then closed). */
+    const compileError = async (lockModule: DynamicModule): Promise<unknown> => {
+      try {
+        const app = await Test.createTestingModule({ imports: [lockModule] }).compile();
+        await app.close();
+        return undefined;
+      } catch (error) {
+        return error;
+      }
+    };
+    // Before: compiled, and the module stayed global although the factory said isGlobal: false.
+    const refused = await compileError(
+      DistributedLockModule.forRootAsync({ useFactory: () => ({ redis: redis.url, isGlobal: false }) as DistributedLockModuleOptions }),
+    );
+    expect(refused).toBeInstanceOf(LockOptionsError);
+    expect((refused as Error).message).toBe(
+      'Invalid option "isGlobal": The useFactory of DistributedLockModule.forRootAsync(options) returned isGlobal: false among the ' +
+        "module's options, where nothing reads it: whether the module is global is decided by forRootAsync itself, before the factory " +
+        'runs, so this module is global (the default: forRootAsync was given no isGlobal). Put isGlobal next to useFactory: ' +
+        'DistributedLockModule.forRootAsync({ isGlobal, useFactory, ... }), and leave it out of the options.',
+    );
+    // An async factory, a useClass's create(), and the testing module, alike.
+    const options = { redis: redis.url, isGlobal: true } as DistributedLockModuleOptions;
+    expect(await compileError(DistributedLockModule.forRootAsync({ isGlobal: false, useFactory: () => Promise.resolve(options) }))).toHaveProperty(
+      'message',
+      expect.stringMatching(/returned isGlobal: true .* so this module is not global \(forRootAsync's isGlobal: false\)/),
+    );
+    class LockOptionsFactory {
+      create() {
+        return options;
+      }
+    }
+    expect(await compileError(DistributedLockModule.forRootAsync({ useClass: LockOptionsFactory }))).toHaveProperty(
+      'message',
+      expect.stringMatching(
+        /The create\(\) of the useClass of DistributedLockModule\.forRootAsync\(options\) returned isGlobal: true.*next to useClass/,
+      ),
+    );
+    expect(await compileError(DistributedLockTestingModule.forRootAsync({ useFactory: () => options }))).toBeInstanceOf(LockOptionsError);
+    // Next to useFactory it decides, and the options the factory returns are taken as before.
+    const scoped = DistributedLockModule.forRootAsync({ isGlobal: false, useFactory: () => ({ redis: redis.url }) });
+    expect(scoped.global).toBe(false);
+    expect(await compileError(scoped)).toBeUndefined();
   });
 
   it('fails the bootstrap with a named option error', async () => {
