@@ -1,6 +1,8 @@
 import { describeValue } from '../errors/describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { DistributedLockModuleOptions } from './distributed-lock-module-options.interface';
+import { IOREDIS_OPTION_KEYS, SENTINEL_ADDRESS_KEYS } from './ioredis-option-keys';
+import { assertNoNearMissKeys } from './near-miss-keys';
 import { isClusterClient, isRedisClient } from './redis-client-shape';
 import type { ResolvedModuleOptions } from './resolve-options';
 
@@ -16,6 +18,8 @@ export function assertConnectionOption(where: string, option: unknown): void {
   if (typeof option !== 'object' || option === null || Array.isArray(option)) {
     throw new LockOptionsError(where, `expected a redis:// URL, ioredis options or a Redis client, got ${describeValue(option)}.`);
   }
+  // First: a misspelt host or port would otherwise be reported as missing, or go unnoticed beside the other one.
+  assertNoNearMissKeys(where, option, IOREDIS_OPTION_KEYS, 'an ioredis option', SERVER_DEFAULTS);
   const o = option as { host?: unknown; port?: unknown; path?: unknown; sentinels?: unknown; name?: unknown };
   if (o.sentinels !== undefined) return assertSentinels(where, o.sentinels, o.name);
   if (o.host === undefined && o.port === undefined && o.path === undefined) {
@@ -34,6 +38,13 @@ export function assertConnectionOption(where: string, option: unknown): void {
     );
   }
 }
+
+/** What a left-out host or port means to ioredis, where a slip in its name would leave it out (assertNoNearMissKeys). */
+const SERVER_DEFAULTS = {
+  host: 'localhost: each instance would lock in a Redis on its own host, and the instances would not exclude each other',
+  port: '6379: maybe another Redis than the one every instance shares, and then they would not exclude each other',
+};
+const SENTINEL_DEFAULTS = { host: 'localhost', port: '26379' };
 
 /**
  * A host and port as given in ioredis options (a Redis server's or a Sentinel's). An empty host is read as localhost,
@@ -86,8 +97,9 @@ export function parseRedisUrl(where: string, url: string): URL | string {
 
 function assertSentinels(where: string, sentinels: unknown, name: unknown): void {
   if (Array.isArray(sentinels)) {
-    sentinels.forEach((s, i) => {
+    sentinels.forEach((s: unknown, i) => {
       if (typeof s === 'object' && s !== null) {
+        assertNoNearMissKeys(`${where}.sentinels[${i}]`, s, SENTINEL_ADDRESS_KEYS, 'a key ioredis reads from a Sentinel address', SENTINEL_DEFAULTS);
         const { host, port } = s as { host?: unknown; port?: unknown };
         assertHostAndPort(`${where}.sentinels[${i}]`, host, port);
       }

@@ -1,4 +1,5 @@
 import { LockOptionsError } from '../errors/lock-options.error';
+import { editDistance } from './edit-distance';
 
 /** Per-call options: what `acquire`, `tryAcquire`, `withLock` and `@Locked` read (the last two also a fallback). */
 export const LOCK_OPTION_KEYS = [
@@ -65,17 +66,4 @@ function closest(key: string, known: readonly string[]): string | undefined {
     if (distance <= 2 && (!best || distance < best.distance)) best = { key: k, distance };
   }
   return best?.key;
-}
-
-function editDistance(a: string, b: string): number {
-  if (Math.abs(a.length - b.length) > 2) return 3;
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length];
 }
