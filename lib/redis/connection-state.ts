@@ -51,7 +51,11 @@ export class ConnectionState implements CommandGate {
     this.everReady = client.status === 'ready';
     if (owned) {
       client.on('ready', this.onReady);
-      client.on('error', (error: Error) => (this.lastError = error));
+      // ioredis' own "no connection" words (a command it refused while connecting) say nothing of why: a host that
+      // never answers read as "not reachable (Stream isn't writeable and enableOfflineQueue options is false)".
+      client.on('error', (error: Error) => {
+        if (!IOREDIS_CONNECTION_FAILURE.test(error.message)) this.lastError = error;
+      });
     }
   }
 
@@ -67,7 +71,7 @@ export class ConnectionState implements CommandGate {
 
   /** What to check, when the last error says more than "not reachable" (a Sentinel setup's own failures). */
   private get hint(): string {
-    return sentinelHint(this.lastError?.message);
+    return sentinelHint(this.lastError?.message) + protocolHint(this.lastError?.message);
   }
 
   admit(operation: string): undefined | Error | 'wait' {
@@ -167,6 +171,15 @@ function nodeText(node: ClusterNode): string {
  * by every Sentinel ("No such master with that name"); Sentinels that refuse or drop the connection
  * leave only "All sentinels are unreachable … Connection is closed" (the system's reason is lost).
  */
+/**
+ * ioredis' "Protocol error, got "H" as reply type byte": something listens there, but not Redis (an HTTP server or
+ * proxy answers 'H', a TLS server an alert). Without this, the message read as a Redis that is down.
+ */
+function protocolHint(message: string | undefined): string {
+  if (message === undefined || !/^Protocol error/.test(message)) return '';
+  return ' Something listens at that address but does not speak the Redis protocol (an HTTP server or proxy answers "H"): check the port, and use tls (a rediss:// URL) if the server expects TLS.';
+}
+
 export function sentinelHint(message: string | undefined): string {
   if (message === undefined) return '';
   if (/No such master with that name/i.test(message)) {

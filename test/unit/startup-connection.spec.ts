@@ -6,6 +6,7 @@
  * that address, then work. Nothing listens on the ports used here until the test starts a server.
  */
 import 'reflect-metadata';
+import { createServer, type AddressInfo } from 'node:net';
 import { Injectable, Module } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import { DistributedLockModule, Locked, LockConnectionError, LockOptionsError, LockService, currentLock } from '../../lib';
@@ -64,6 +65,31 @@ describe('Redis unreachable at startup', () => {
       .split('\n');
     expect(clients.filter((line) => !line.startsWith(`id=${ownId} `))).toEqual([]);
     await expect(app.get(LockService).acquire('after')).rejects.toThrow(/closing or closed/);
+  });
+
+  it('a server there that does not speak Redis (an HTTP proxy): the error says so, not the words of a refused command', async () => {
+    const http = createServer((socket) => {
+      socket.on('error', () => undefined); // the client may reset it
+      socket.resume(); // read (and drop) the client's bytes, so its close is seen and http.close() can end
+      socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    const { port } = http.address() as AddressInfo;
+    let answered = 0;
+    http.on('connection', () => answered++);
+    try {
+      const app = await compile({ startupTimeout: 600 }, `redis://127.0.0.1:${port}`);
+      opened.push(app);
+      const error = await app.init().catch((e: unknown) => e);
+      expect(answered).toBeGreaterThan(0); // the fault: the module reached that server, and it answered HTTP
+      expect(error).toBeInstanceOf(LockConnectionError);
+      const { message } = error as LockConnectionError;
+      expect(message).toContain(`Redis at 127.0.0.1:${port} is not reachable (Protocol error`);
+      expect(message).toContain('does not speak the Redis protocol');
+      expect(message).not.toContain("Stream isn't writeable");
+    } finally {
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    }
   });
 
   it('startup waits for a Redis that comes up within startupTimeout, then locks work', async () => {
