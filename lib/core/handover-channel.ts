@@ -35,8 +35,8 @@ export interface DatedHandover {
 
 export type Handover = StoreHandover | DatedHandover;
 
-/** Whether handovers reach this service now (health checks): not yet asked for, flowing, interrupted, or closed. */
-export type HandoverChannelState = 'idle' | 'subscribed' | 'disconnected' | 'closed';
+/** Whether handovers reach this service now (health checks): not yet asked for, flowing, interrupted, refused by the server's ACL, or closed. */
+export type HandoverChannelState = 'idle' | 'subscribed' | 'disconnected' | 'refused' | 'closed';
 
 /**
  * Where one LockService hears that a release handed it a lock (Redis: its pub/sub channel,

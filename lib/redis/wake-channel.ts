@@ -120,16 +120,19 @@ export class WakeChannel implements HandoverChannel {
    * @internal For health checks. `idle`: no wait has needed the channel yet (nothing to check);
    * `subscribed`: confirmed and its connection is up (sharded: every slot's); `disconnected`: a
    * subscriber connection is down or its subscription failed or was dropped, so waiters fall back
-   * to polling until it is back; `closed`.
+   * to polling until it is back; `refused`: the server's ACL refused the subscription (NOPERM), so waiters
+   * poll until an operator grants the channel (warned once, with the ACL command); `closed`.
    */
   get state(): WakeChannelState {
     if (this.closed) return 'closed';
     if (this.route.mode === 'sharded' && this.slots.size > 0) {
-      const up = [...this.slots.values()].every((s) => s.confirmed && s.connection?.status === 'ready');
-      return up ? 'subscribed' : 'disconnected';
+      const slots = [...this.slots.values()];
+      if (slots.every((s) => s.confirmed && s.connection?.status === 'ready')) return 'subscribed';
+      return slots.some((s) => !s.confirmed && s.refusedUntil !== undefined) ? 'refused' : 'disconnected';
     }
     if (!this.connection) return 'idle';
-    return this.confirmed && this.connection.status === 'ready' ? 'subscribed' : 'disconnected';
+    if (this.confirmed && this.connection.status === 'ready') return 'subscribed';
+    return !this.confirmed && this.refusedUntil > 0 ? 'refused' : 'disconnected';
   }
 
   /**

@@ -44,6 +44,8 @@ export function judgeLockHealth(
   if (health.wakeChannel === 'disconnected') {
     problems.push('the wake-channel subscriber is not connected: waiters are not told of releases and fall back to polling');
   }
+  // 'refused' (the ACL denies the channel) is not down: locks are granted, in order, by polling; restarting the
+  // instance would not change the ACL. It stays visible in the data and was logged once as a warning, with the fix.
   if (watchdog.lagging > 0) {
     problems.push(
       `the watchdog is not keeping up: ${watchdog.lagging} held lease(s) within one renewal interval of their deadline ` +

@@ -8,7 +8,11 @@ export interface LockHealthData extends Record<string, unknown> {
    * failures now stop every acquire. Down when `voting` is below a majority.
    */
   nodes?: { total: number; voting: number };
-  /** The wake channel's subscriber: `idle` (no wait needed it yet), `subscribed`, `disconnected` or `closed`. */
+  /**
+   * The wake channel's subscriber: `idle` (no wait needed it yet), `subscribed`, `disconnected` (down: waiters poll
+   * until it is back), `refused` (the Redis user may not use the channel: waiters poll, and the first refusal logs a warning naming the
+   * ACL fix; not down) or `closed`.
+   */
   wakeChannel: string;
   /** Leases the watchdog keeps renewing. */
   leases: number;

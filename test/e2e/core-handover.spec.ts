@@ -9,6 +9,7 @@ import { Logger } from '@nestjs/common';
 import Redis from 'ioredis';
 import { DistributedLockModuleOptions, Lock, LockConnectionError } from '../../lib';
 import { commandStats } from '../harness/command-stats';
+import { judgeLockHealth, resolveHealthOptions } from '../../lib/terminus/lock-health-check';
 import { lockSuite } from './workers/support/lock-suite';
 import { pollUntil, sleep } from './workers/support/timing';
 
@@ -64,6 +65,11 @@ describe('handover', () => {
         expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
         expect(await next.release()).toBe(true);
       }
+      // The health check tells the refusal (which polling outlives) from a lost subscriber connection (before:
+      // 'disconnected', down, "the subscriber is not connected"), and stays up: locks were granted, in order.
+      const health = judgeLockHealth(waiter.engine.health(), undefined, resolveHealthOptions('lock', undefined, 1_000));
+      expect(health.data.wakeChannel).toBe('refused');
+      expect(health.problems).toEqual([]);
       const refusals = warnings.mock.calls.map(([message]) => String(message)).filter((m) => /refused the subscription/.test(m));
       expect(refusals).toEqual([expect.stringContaining('ACL SETUSER <user> &ho:waiters:*')]);
       // The refusal is not asked again on every wait (before: one refused SUBSCRIBE per wait, each attempt

@@ -55,7 +55,8 @@ export class RedlockWakeChannel implements HandoverChannel {
     if (this.closed) return 'closed';
     const states = this.channels.map((c) => c.state);
     if (states.every((s) => s === 'idle')) return 'idle';
-    return states.filter((s) => s === 'subscribed').length >= this.quorum ? 'subscribed' : 'disconnected';
+    if (states.filter((s) => s === 'subscribed').length >= this.quorum) return 'subscribed';
+    return states.includes('refused') ? 'refused' : 'disconnected';
   }
 
   register(token: string, lockName: string, wake: (handover?: Handover) => void): () => void {
