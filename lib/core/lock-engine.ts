@@ -267,6 +267,8 @@ export class LockEngine implements LockRuntime {
     // While close() drains, work under a held lock may still call a method locked on the same key:
     // that borrows the key and takes nothing. Anything that would take a key is refused.
     if (this.shutdown.signal.aborted && (toTake.length > 0 || this.closed)) {
+      // Counted (outcome closed): a deploy's shutdown turns callers away, and a dashboard should show it.
+      this.recordAcquire(options.name, 'closed', { startedAt: monotonicNow(), attempts: 0, waited: false });
       return Promise.reject(new LockServiceClosedError(keys[0], 'the call came after close() began'));
     }
     const token = newOwnerToken(this.serviceId, options.ttl);
@@ -333,7 +335,10 @@ export class LockEngine implements LockRuntime {
 
   /** Every lease is taken: the lock is held from now on, unless close() began meanwhile. */
   private adopt(lock: Lock, tally: AcquireTally, scoped: boolean): Lock | Promise<Lock> {
-    if (this.shutdown.signal.aborted && lock.leases.length > 0) return this.giveBackDuringClose(lock);
+    if (this.shutdown.signal.aborted && lock.leases.length > 0) {
+      this.recordAcquire(lock.options.name, 'closed', tally);
+      return this.giveBackDuringClose(lock);
+    }
     const tookKeys = lock.leases.length > 0;
     // A handle that only borrowed keys has no lease to renew; its outer lock is watched.
     if (tookKeys) this.watchdog.track(lock);
@@ -420,8 +425,9 @@ export class LockEngine implements LockRuntime {
     if (outcome === 'busy') this.stats.busy++;
     else if (outcome === 'timeout') this.stats.timeouts++;
     else if (error instanceof LockConnectionError) this.stats.connectionErrors++;
-    // No attempt sent (close() had begun): nothing was asked of Redis, nothing to report.
-    if (tally.attempts > 0) this.recordAcquire(options.name, outcome, tally);
+    // No attempt sent: nothing was asked of Redis, nothing to report; except a call that close() turned
+    // away before its first attempt, which is counted like a call refused after close() (see take()).
+    if (tally.attempts > 0 || outcome === 'closed') this.recordAcquire(options.name, outcome, tally);
   }
 
   private recordAcquire(name: string, outcome: AcquireOutcome, tally: AcquireTally, fencingToken?: number): void {
@@ -471,9 +477,19 @@ function startInContext<T>(value: T | Promise<T>): T | Promise<T> {
   return new Promise<T>((resolve, reject) => void Reflect.apply(then, value, [resolve, reject]));
 }
 
-/** Anything but busy and timed out (Redis unreachable or too slow, close() during the wait) is an error. */
+/**
+ * `closed` when close() ended the call: a normal shutdown, on every rolling deploy, is not Redis trouble, and
+ * counted as `error` it paged whoever alerts on the error rate. Anything else but busy and timed out (Redis
+ * unreachable or too slow) is an error.
+ */
 const failureOutcome = (error: unknown): AcquireOutcome =>
-  error instanceof LockBusyError ? 'busy' : error instanceof LockTimeoutError ? 'timeout' : 'error';
+  error instanceof LockBusyError
+    ? 'busy'
+    : error instanceof LockTimeoutError
+      ? 'timeout'
+      : error instanceof LockServiceClosedError
+        ? 'closed'
+        : 'error';
 
 const shutdownNotice = (shutdownTimeout: number) =>
   `the LockService is shutting down; finish or stop the guarded work within shutdownTimeout (${shutdownTimeout} ms). ` +

@@ -230,6 +230,8 @@ export class Lock implements LockHandle, AsyncDisposable {
       (ok) => this.released(ok, ranWork),
       (error: unknown) => {
         this.runtime.stats.connectionErrors++;
+        // The key stays taken until its lease lapses: an operator should see it, not only getStats().
+        if (ranWork) this.runtime.metrics.releaseFailed(this.options.name);
         throw error;
       },
     );
@@ -316,6 +318,10 @@ export class Lock implements LockHandle, AsyncDisposable {
     if (!ranWork) return false;
     this.runtime.stats.releaseFailures++;
     this.runtime.metrics.releaseValidationFailed(this.options.name);
+    // A loss noticed before the call was counted then; one only this release found (Redis lost the key: a
+    // restart without persistence, a failover, a key deleted behind our back) is counted here, once: the
+    // lock is released from now on, so nothing else reports it.
+    if (!(knownLoss instanceof LockLostError)) this.countLossFoundByRelease();
     const keys = `"${this.keys.join('", "')}"`;
     this.runtime.logger.warn(
       knownLoss instanceof LockLostError
@@ -325,6 +331,17 @@ export class Lock implements LockHandle, AsyncDisposable {
             `(a restart without persistence, a failover).`,
     );
     return false;
+  }
+
+  /**
+   * The lease was gone when release() reached Redis, and nobody noticed before. Past its deadline by our clock
+   * it ran out (a paused holder, or the watchdog off and work longer than the ttl: `expired`); before it, Redis
+   * no longer had our token although the lease was valid (`not-owner`).
+   */
+  private countLossFoundByRelease(): void {
+    const reason: LockLostReason = monotonicNow() >= this.deadline ? 'expired' : 'not-owner';
+    this.runtime.stats.lost++;
+    this.runtime.metrics.lost(this.options.name, reason);
   }
 
   /** `minHold` not reached yet: leave the keys to expire after `ms` instead of deleting them (owner-checked). */

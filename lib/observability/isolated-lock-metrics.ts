@@ -29,6 +29,7 @@ export function isolatedLockMetrics(inner: LockMetrics, report: Report): LockMet
     acquireFinished: guard('acquireFinished'),
     held: guard('held'),
     releaseValidationFailed: guard('releaseValidationFailed'),
+    releaseFailed: guard('releaseFailed'),
     lost: guard('lost'),
     renewal: guard('renewal'),
     deferred: guard('deferred'),

@@ -1,8 +1,12 @@
 import type { LockLostReason } from '../errors/lock-lost.error';
 
 /** How one acquisition ended: `lock.outcome` of `lock.acquire.attempts` and of the `lock.acquire` span. */
-/** `aborted`: the caller's `signal` ended the wait (LockOptions.signal). */
-export type AcquireOutcome = 'acquired' | 'busy' | 'timeout' | 'aborted' | 'error';
+/**
+ * `aborted`: the caller's `signal` ended the wait (LockOptions.signal). `closed`: the LockService's close()
+ * (a shutdown, every rolling deploy) ended the wait or refused the call; apart from `error`, which means
+ * Redis trouble and is alerted on.
+ */
+export type AcquireOutcome = 'acquired' | 'busy' | 'timeout' | 'aborted' | 'closed' | 'error';
 
 /** What one watchdog renewal found: `lock.outcome` of `lock.renewals`. */
 export type RenewalOutcome = 'renewed' | 'lost' | 'error';
@@ -35,6 +39,8 @@ export interface LockMetrics {
   held(name: string, heldMs: number): void;
   /** release() found the lease already gone: the critical section outran its TTL. */
   releaseValidationFailed(name: string): void;
+  /** release() rejected (Redis unreachable or too slow, or a key it refuses to touch): the key stays taken until its lease lapses. */
+  releaseFailed(name: string): void;
   lost(name: string, reason: LockLostReason): void;
   renewal(name: string, outcome: RenewalOutcome): void;
   /** A deferred call was enqueued, retried (busy key or a throwing method), completed, or failed for good (dead letter). */
@@ -50,6 +56,7 @@ export const NO_LOCK_METRICS: LockMetrics = Object.freeze({
   acquireFinished: ignore,
   held: ignore,
   releaseValidationFailed: ignore,
+  releaseFailed: ignore,
   lost: ignore,
   renewal: ignore,
   deferred: ignore,

@@ -21,6 +21,7 @@ export const LOCK_METRIC_NAMES = {
   waitDuration: 'lock.wait.duration',
   holdDuration: 'lock.hold.duration',
   releaseValidationFailures: 'lock.release.validation_failures',
+  releaseErrors: 'lock.release.errors',
   lost: 'lock.lost',
   renewals: 'lock.renewals',
   deferred: 'lock.deferred',
@@ -32,6 +33,7 @@ interface Instruments {
   waitDuration: Histogram;
   holdDuration: Histogram;
   releaseValidationFailures: Counter;
+  releaseErrors: Counter;
   lost: Counter;
   renewals: Counter;
   deferred: Counter;
@@ -43,12 +45,15 @@ function createInstruments(meter: Meter): Instruments {
   const seconds = { unit: 's', advice: { explicitBucketBoundaries: DURATION_BUCKETS } };
   return {
     acquireAttempts: meter.createCounter(n.acquireAttempts, {
-      description: 'Lock acquisitions by outcome (acquired, busy, timeout, aborted, error).',
+      description: 'Lock acquisitions by outcome (acquired, busy, timeout, aborted, closed, error).',
     }),
     waitDuration: meter.createHistogram(n.waitDuration, { ...seconds, description: 'Time from asking for a lock to getting it or giving up.' }),
     holdDuration: meter.createHistogram(n.holdDuration, { ...seconds, description: 'Time a lock was held, from acquisition to release().' }),
     releaseValidationFailures: meter.createCounter(n.releaseValidationFailures, {
       description: 'Releases that found the lease already gone: the critical section outran its TTL.',
+    }),
+    releaseErrors: meter.createCounter(n.releaseErrors, {
+      description: 'Releases that failed (Redis unreachable or too slow): the key stays taken until its lease lapses.',
     }),
     lost: meter.createCounter(n.lost, { description: 'Held leases lost before release(), by reason.' }),
     renewals: meter.createCounter(n.renewals, { description: 'Watchdog renewals by outcome (renewed, lost, error).' }),
@@ -124,6 +129,10 @@ class OpenTelemetryLockMetrics implements LockMetrics {
 
   releaseValidationFailed(name: string): void {
     this.instruments.releaseValidationFailures.add(1, { 'lock.name': name });
+  }
+
+  releaseFailed(name: string): void {
+    this.instruments.releaseErrors.add(1, { 'lock.name': name });
   }
 
   lost(name: string, reason: LockLostReason): void {

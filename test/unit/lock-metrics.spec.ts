@@ -4,10 +4,20 @@ import * as path from 'path';
 import { Injectable } from '@nestjs/common';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { Test } from '@nestjs/testing';
-import { DistributedLockModule, LockBusyError, LockConnectionError, LockOptionsError, LockService, LockTimeoutError, Locked } from '../../lib';
+import {
+  DistributedLockModule,
+  LockBusyError,
+  LockConnectionError,
+  LockOptionsError,
+  LockService,
+  LockServiceClosedError,
+  LockTimeoutError,
+  Locked,
+} from '../../lib';
 import { INSTRUMENTATION_NAME } from '../../lib/observability/otel-lock-metrics';
 import { OtelCapture } from '../harness/otel-capture';
 import { RedisProcess } from '../harness/redis-process';
+import { pingOnce } from '../harness/redis-ping';
 import { redisSuite, sleep } from './core-helpers';
 
 const ATTEMPTS = 'lock.acquire.attempts';
@@ -16,6 +26,7 @@ const HOLD = 'lock.hold.duration';
 const VALIDATION = 'lock.release.validation_failures';
 const LOST = 'lock.lost';
 const RENEWALS = 'lock.renewals';
+const RELEASE_ERRORS = 'lock.release.errors';
 
 describe('lock metrics and spans through a real OpenTelemetry SDK', () => {
   const suite = redisSuite();
@@ -181,7 +192,72 @@ describe('lock metrics and spans through a real OpenTelemetry SDK', () => {
     await new Promise<void>((resolve) => lock.signal.addEventListener('abort', () => resolve(), { once: true }));
     expect(await otel.total(RENEWALS, { 'lock.name': 'feed', 'lock.outcome': 'lost' })).toBe(1);
     expect(await otel.total(LOST, { 'lock.name': 'feed', 'lock.lost.reason': 'not-owner' })).toBe(1);
-    await lock.release();
+    expect(await lock.release()).toBe(false);
+    // Reported when the renewal found it: the release that follows does not count it again.
+    expect(await otel.total(LOST, { 'lock.name': 'feed' })).toBe(1);
+  });
+
+  it('a key Redis lost under a holder (FLUSHALL, as a restart without persistence): release() counts a not-owner loss, once', async () => {
+    const own = await RedisProcess.start();
+    const admin = own.client();
+    const locks = new LockService({ redis: own.url, keyPrefix: 'test:' });
+    try {
+      await locks.onModuleInit();
+      const lock = await locks.acquire('invoice:1', { name: 'invoice' });
+      await admin.flushall();
+      // The fault happened: the key is free for someone else while the first holder still runs.
+      const other = await locks.acquire('invoice:1', { name: 'other' });
+      expect(await lock.release()).toBe(false);
+      expect(await lock.release()).toBe(false);
+      await other.release();
+    } finally {
+      await locks.close();
+      admin.disconnect();
+      await own.stop();
+    }
+    expect(await otel.total(VALIDATION, { 'lock.name': 'invoice' })).toBe(1);
+    expect(await otel.find(LOST, { 'lock.name': 'invoice' })).toEqual([
+      expect.objectContaining({ attributes: { 'lock.name': 'invoice', 'lock.lost.reason': 'not-owner' }, value: 1 }),
+    ]);
+    expect(locks.getStats().lost).toBe(1);
+  });
+
+  it('a release() that fails because Redis is frozen counts lock.release.errors (the key stays taken until its TTL)', async () => {
+    const own = await RedisProcess.start();
+    const locks = new LockService({ redis: own.url, keyPrefix: 'test:', commandTimeout: 300 });
+    try {
+      await locks.onModuleInit();
+      const lock = await locks.acquire('report', { name: 'report' });
+      own.pause();
+      expect(await pingOnce(own.port, undefined, 200)).toBe(false); // the fault happened: Redis does not answer
+      await expect(lock.release()).rejects.toBeInstanceOf(LockConnectionError);
+    } finally {
+      own.resume();
+      await locks.close();
+      await own.stop();
+    }
+    expect(await otel.total(RELEASE_ERRORS, { 'lock.name': 'report' })).toBe(1);
+    expect(await otel.total(VALIDATION)).toBe(0);
+  });
+
+  it('closed: waiters ended by close() and calls after it count outcome closed, not error, and no error span', async () => {
+    const holder = await suite.pool.make();
+    const leaving = await suite.pool.make();
+    const held = await holder.acquire('cart:9', { name: 'holder' });
+    const waits = [1, 2].map(() => leaving.acquire('cart:9', { name: 'cart', waitTimeout: 10_000 }));
+    await sleep(100);
+    expect(await otel.total(ATTEMPTS, { 'lock.name': 'cart' })).toBe(0); // still waiting
+    await leaving.close();
+    for (const wait of waits) await expect(wait).rejects.toBeInstanceOf(LockServiceClosedError);
+    await expect(leaving.acquire('cart:9', { name: 'cart' })).rejects.toBeInstanceOf(LockServiceClosedError);
+    await held.release();
+
+    expect(await otel.total(ATTEMPTS, { 'lock.name': 'cart', 'lock.outcome': 'closed', 'lock.waited': true })).toBe(2);
+    expect(await otel.total(ATTEMPTS, { 'lock.name': 'cart', 'lock.outcome': 'closed', 'lock.waited': false })).toBe(1);
+    expect(await otel.total(ATTEMPTS, { 'lock.name': 'cart', 'lock.outcome': 'error' })).toBe(0);
+    const spans = otel.finishedSpans('lock.acquire').filter((s) => s.attributes['lock.name'] === 'cart');
+    expect(spans.map((s) => s.attributes['lock.outcome'])).toEqual(['closed', 'closed', 'closed']);
+    expect(spans.filter((s) => s.status.code === SpanStatusCode.ERROR)).toEqual([]);
   });
 
   it("@Locked reports its key template as lock.name, never a resolved key; acquire() without a name reports 'manual'", async () => {
