@@ -29,8 +29,12 @@ export interface WatchdogHealth {
   lagging: number;
   /** Least time left before a renewed lease's deadline (ms; negative once past it); undefined with no lease. */
   tightestMarginMs?: number;
-  /** The last renewal failed (and none succeeded since): how long ago and why. */
-  failing?: { agoMs: number; message: string };
+  /**
+   * A lease of a lock still held whose last renewal failed: the latest such failure, how long ago and why, and
+   * how many held leases are in that state. Undefined once each of them renewed again, or its lock was released
+   * or lost (and reported as lost).
+   */
+  failing?: { agoMs: number; message: string; leases: number };
 }
 
 /** One lease due for renewal, with the lock it belongs to. */
@@ -54,9 +58,15 @@ export class Watchdog {
   private timer?: NodeJS.Timeout;
   private timerAt = Infinity;
   private stopped = false;
-  /** Monotonic ms of the last renewal that Redis confirmed / that failed to reach it (0: none yet). */
-  private lastRenewedAt = 0;
-  private lastFailure?: { at: number; message: string };
+  /**
+   * Leases of held locks whose last renewal failed (monotonic ms of that failure, and why). What a health
+   * check reports: an instance whose renewals fail while its probe write passes (a frozen node, a script
+   * refused) is about to lose locks it holds. A lease leaves it when a renewal of it succeeds or when its lock
+   * leaves the watchdog (released, or lost and reported): a failure kept after that said "down" for a whole
+   * renewalErrorWindow about a Redis that had recovered, with nothing held, and a liveness probe restarted a
+   * healthy instance. Per lease, not per lock: one key of a multi-key lock renewed does not vouch for another.
+   */
+  private readonly failedRenewals = new Map<Lease, { at: number; message: string }>();
 
   constructor(
     private readonly store: LockStore,
@@ -83,11 +93,13 @@ export class Watchdog {
    */
   untrack(lock: Lock): void {
     this.locks.delete(lock);
+    for (const lease of lock.leases) this.failedRenewals.delete(lease);
   }
 
   stop(): void {
     this.stopped = true;
     this.locks.clear();
+    this.failedRenewals.clear();
     this.clearTimer();
   }
 
@@ -111,10 +123,14 @@ export class Watchdog {
         if (margin < renewIntervalFor(lease.period)) lagging++;
       }
     }
-    const failure = this.lastFailure;
-    // A failure that a later renewal made good is history, not a fault.
-    const failing = failure && failure.at > this.lastRenewedAt ? { agoMs: now - failure.at, message: failure.message } : undefined;
-    return { leases, lagging, tightestMarginMs, failing };
+    return { leases, lagging, tightestMarginMs, failing: this.failing(now) };
+  }
+
+  /** The latest renewal failure of a lease still held, if any (see failedRenewals). */
+  private failing(now: number): WatchdogHealth['failing'] {
+    let latest: { at: number; message: string } | undefined;
+    for (const failure of this.failedRenewals.values()) if (!latest || failure.at > latest.at) latest = failure;
+    return latest && { agoMs: now - latest.at, message: latest.message, leases: this.failedRenewals.size };
   }
 
   /** Re-arms the timer for the earliest renewal or deadline (after a tick, or while renewals are on the wire). */
@@ -220,7 +236,7 @@ export class Watchdog {
       if (result === true) {
         this.stats.renewals++;
         this.metrics.renewal(lock.options.name, 'renewed');
-        this.lastRenewedAt = answeredAt;
+        this.failedRenewals.delete(lease);
         // A reply that came back after the old deadline cannot revive the lease: someone else may
         // have held the key in between by Redis' clock.
         if (answeredAt >= lease.deadline) return lock.checkDeadline(answeredAt);
@@ -236,7 +252,7 @@ export class Watchdog {
       } else {
         this.stats.renewalErrors++;
         this.metrics.renewal(lock.options.name, 'error');
-        this.lastFailure = { at: answeredAt, message: result.message };
+        this.failedRenewals.set(lease, { at: answeredAt, message: result.message });
         // Try again soon, but still within the lease; the deadline check declares the loss if Redis stays away.
         lease.renewAt = answeredAt + Math.max(driftFor(lease.ttl), Math.floor(renewIntervalFor(lease.ttl) * RETRY_SHARE));
         this.logger.warn(`Renewing lock "${lock.key}" failed, retrying before the lease ends: ${result.message}`);

@@ -6,6 +6,10 @@ export interface LockHealthOptions {
    * @default half of the module's commandTimeout: slower than that, lock calls have little margin left
    */
   maxRoundTrip?: number;
-  /** A lease renewal that failed within this many ms (and was not made good by a later one) reports down. @default 60000 */
+  /**
+   * A renewal of a held lease that failed within this many ms reports down, until a later renewal of that lease
+   * succeeds or its lock is released or lost (a lost lock is reported as lost, not as a health fault).
+   * @default 60000
+   */
   renewalErrorWindow?: number;
 }
