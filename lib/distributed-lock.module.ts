@@ -7,6 +7,7 @@ import {
   DistributedLockConfigurableModule,
 } from './distributed-lock.module-definition';
 import { LockDeferCoordinator } from './lock-defer.coordinator';
+import { LockModuleDrain } from './lock-module-drain';
 import { LOCK_MODULE_EXPORTS, LOCK_MODULE_PROVIDERS } from './lock-module-providers';
 import { assertForRootAsyncOptions, checkOptionsFactory } from './options/for-root-async-options';
 import { assertForRootOptions } from './options/for-root-options';
@@ -18,7 +19,7 @@ import { assertForRootOptions } from './options/for-root-options';
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [...LOCK_MODULE_PROVIDERS, LockDeferCoordinator],
+  providers: [...LOCK_MODULE_PROVIDERS, LockDeferCoordinator, LockModuleDrain],
   exports: LOCK_MODULE_EXPORTS,
 })
 export class DistributedLockModule extends DistributedLockConfigurableModule {

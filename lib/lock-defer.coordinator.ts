@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { DEFER_QUEUE_FACTORY, type DeferJobQueue, type DeferQueueFactory } from './defer/defer-job-queue';
@@ -26,12 +26,12 @@ const BULLMQ_DEFER_QUEUES: DeferQueueFactory = {
  * Wires `@Locked(…, { onBusy: 'defer' })` to a queue when the module has a `defer` option (validated here,
  * at startup, whatever the queue): attaches the queue to this application's LockService at init, starts the
  * worker over the deferring methods of singleton providers and controllers (by `ProviderClass.method`) once the
- * application is up, and at shutdown closes the worker (running jobs finish) before the LockService closes
- * its engine, and the queue alongside it. The queue is BullMQ's unless the module provides another
+ * application is up; at shutdown its worker drains with the lock service's locks (lock-module-drain.ts) and the
+ * queue closes alongside the lock service's connections. The queue is BullMQ's unless the module provides another
  * (DEFER_QUEUE_FACTORY: the testing module's runs jobs in process).
  */
 @Injectable()
-export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly settings?: ResolvedDeferOptions;
   private queue?: DeferJobQueue;
   private readonly queues: DeferQueueFactory;
@@ -88,20 +88,19 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
   }
 
   /**
-   * Nest runs every beforeApplicationShutdown before closing the HTTP server and before any
-   * onApplicationShutdown (where the LockService closes): the worker stops taking jobs, jobs waiting for
-   * their lock go back to the queue, running jobs are told through their lock's signal and finish under
-   * their locks, bounded by shutdownTimeout (see DeferJobQueue.closeWorker). The queue stays attached
-   * meanwhile: requests still being served can run (free key) or enqueue (busy key) for another instance.
+   * The module's drain (lock-module-drain.ts) begins here, before the lock service's: the worker stops taking jobs,
+   * jobs waiting for their lock go back to the queue, running jobs are told through their lock's signal and finish
+   * under their locks, bounded by shutdownTimeout (see DeferJobQueue.closeWorker). The queue stays attached: a call
+   * made meanwhile gets the lock service's LockServiceClosedError (503 over HTTP), not "no queue".
    */
-  async beforeApplicationShutdown(): Promise<void> {
-    await this.queue?.closeWorker();
+  closeWorker(): Promise<void> {
+    return this.queue?.closeWorker() ?? Promise.resolve();
   }
 
   /**
-   * Alongside the LockService's close: no new lock is taken from now on (LockServiceClosedError, 503 over
-   * HTTP), so nothing new reaches the queue; enqueues in flight land, then its connections close. The
-   * queue stays attached, so a late call gets the lock service's LockServiceClosedError, not "no queue".
+   * Alongside the LockService's close (Nest's last phase, the drain being over): no new lock has been taken since
+   * the drain began (LockServiceClosedError, 503 over HTTP), so nothing new reaches the queue; enqueues in flight
+   * land, then its connections close.
    */
   async onApplicationShutdown(): Promise<void> {
     await this.queue?.close();

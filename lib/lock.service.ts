@@ -38,6 +38,10 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
     return this.engine.ready();
   }
 
+  /**
+   * Nest's last shutdown phase: by now the module has drained its locks (on onModuleDestroy, lock-module-drain.ts),
+   * so this closes the connections, after every other module's earlier hooks.
+   */
   onApplicationShutdown(): Promise<void> {
     return this.close();
   }

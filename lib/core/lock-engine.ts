@@ -58,11 +58,16 @@ export class LockEngine implements LockRuntime {
   readonly wakeChannel: HandoverChannel;
   /** Prefix of every owner token of this engine; names its wake channel. */
   private readonly serviceId = newServiceId();
-  /** Aborts when close() begins: no new lock is taken from then on, and waiters stop waiting. */
+  /** Aborts when the drain begins (drain() or close()): no new lock is taken from then on, and waiters stop waiting. */
   private readonly shutdown = new AbortController();
-  /** Aborts when close() begins, whether at shutdown or because startup failed (read-only view of `shutdown`). */
+  /**
+   * Aborts when close() begins, whether at shutdown or because startup failed: the connections close once the
+   * drain is over. Apart from `shutdown` because in a Nest application the drain begins a lifecycle phase earlier
+   * (lock-module-drain.ts), and what closes with the connections (the defer queue) must stay open until then.
+   */
+  private readonly closeRequested = new AbortController();
   get closeSignal(): AbortSignal {
-    return this.shutdown.signal;
+    return this.closeRequested.signal;
   }
   /** Held locks and acquisitions in flight: what close() waits for before closing the connection. */
   private readonly drain = new ShutdownDrain();
@@ -70,6 +75,9 @@ export class LockEngine implements LockRuntime {
   private closed = false;
   /** What every acquisition needs; the same for all of them. */
   private readonly acquireContext: AcquireContext;
+  private draining?: Promise<void>;
+  /** When the drain's wait ends at the latest (monotonic ms): later calls of drain() or close() share its bound. */
+  private drainDeadline = 0;
   private closing?: Promise<void>;
 
   constructor(options: DistributedLockModuleOptions, makeBackend: LockBackendFactory) {
@@ -219,14 +227,43 @@ export class LockEngine implements LockRuntime {
    */
   close(): Promise<void> {
     const callers = this.locksOfCaller();
-    this.closing ??= this.doClose();
-    if (callers.size === 0) return this.closing;
-    // Called from work under locks of this service (a job that shuts the application down on a fatal error):
-    // that work cannot release them before this call returns to it. Waiting for them here would wait out the
-    // whole shutdownTimeout and then leave their keys to lapse by TTL; instead this call returns once the
-    // rest is drained, and the connection closes when the caller's work has released its locks too (within
-    // the same shutdownTimeout, like all work).
-    return this.drain.untilIdleExcept(callers, this.settings.shutdownTimeout).then(() => undefined);
+    // Before the drain: what listens (the defer worker) sends runs still waiting for a lock back to their queue
+    // before the drain ends those waits with LockServiceClosedError.
+    this.closeRequested.abort();
+    const drained = this.startDrain();
+    this.closing ??= drained.then(() => this.backend.close());
+    return callers.size === 0 ? this.closing : this.untilDrainedExcept(callers);
+  }
+
+  /**
+   * close() but for the connections: the same drain (no new lock, held locks told through `signal`, their work
+   * waited for up to `shutdownTimeout`), resolved when it is over; the connections stay open for close(). The
+   * Nest module drains before other modules' shutdown hooks run and closes its connections last (lock-module-drain.ts).
+   */
+  drainLocks(): Promise<void> {
+    const callers = this.locksOfCaller();
+    const drained = this.startDrain();
+    return callers.size === 0 ? drained : this.untilDrainedExcept(callers);
+  }
+
+  private startDrain(): Promise<void> {
+    if (!this.draining) {
+      this.drainDeadline = monotonicNow() + this.settings.shutdownTimeout;
+      this.draining = this.doDrain();
+    }
+    return this.draining;
+  }
+
+  /**
+   * Called from work under locks of this service (a job that shuts the application down on a fatal error):
+   * that work cannot release them before this call returns to it. Waiting for them here would wait out the
+   * whole shutdownTimeout and then leave their keys to lapse by TTL; instead this call returns once the
+   * rest is drained, and the connection closes when the caller's work has released its locks too (within
+   * the same shutdownTimeout, like all work).
+   */
+  private untilDrainedExcept(callers: ReadonlySet<Lock>): Promise<void> {
+    const left = Math.max(0, this.drainDeadline - monotonicNow());
+    return this.drain.untilIdleExcept(callers, left).then(() => undefined);
   }
 
   /** Locks of this service held by the calling code's chain (with the outer locks its nested calls borrow from). */
@@ -435,7 +472,7 @@ export class LockEngine implements LockRuntime {
     this.metrics.acquireFinished({ name, outcome, startedAt, endedAt: monotonicNow(), waited, attempts, fencingToken });
   }
 
-  private async doClose(): Promise<void> {
+  private async doDrain(): Promise<void> {
     const { shutdownTimeout } = this.settings;
     this.shutdown.abort();
     for (const lock of this.drain.held) lock.noticeShutdown(new LockLostError(lock.key, 'shutdown', shutdownNotice(shutdownTimeout)));
@@ -446,7 +483,6 @@ export class LockEngine implements LockRuntime {
     if (!drained) this.leaveToLapse();
     this.drain.retire();
     this.watchdog.stop();
-    await this.backend.close();
   }
 
   /** Work still running past shutdownTimeout keeps its keys: deleting them would let another holder in beside it. */

@@ -62,6 +62,8 @@ export async function runDeferredJob(job: DeferredJobRun): Promise<unknown> {
     } catch (error) {
       // Stopped when told the application is shutting down: back to the queue for another instance.
       if (jobRun.stoppedForShutdown(error)) return await job.giveBack(true);
+      // Its wait was ended by the lock service's drain (LockServiceClosedError) before `left` won the race: not run either.
+      if (jobRun.leftBeforeLock) return await job.giveBack(false);
       throw jobFailure(error);
     }
     if (result === NOT_RUN) {

@@ -21,6 +21,11 @@ export class JobRun {
     this.left = new Promise<void>((resolve) => (this.leave = resolve));
   }
 
+  /** The worker started closing while this run still waited for its lock: whatever that wait ends with, the method did not run. */
+  get leftBeforeLock(): boolean {
+    return this.hasLeft;
+  }
+
   /** The lock was granted: true to run the method under it, false when the run left meanwhile (not run). */
   enter(lock: Lock): boolean {
     if (this.hasLeft || this.drain.draining) return false;

@@ -4,6 +4,7 @@ import { LOCK_BACKEND } from '../core/lock-backend';
 import { DEFER_QUEUE_FACTORY } from '../defer/defer-job-queue';
 import { DISTRIBUTED_LOCK_OPTIONS } from '../distributed-lock.module-definition';
 import { LockDeferCoordinator } from '../lock-defer.coordinator';
+import { LockModuleDrain } from '../lock-module-drain';
 import { LOCK_MODULE_EXPORTS, LOCK_MODULE_PROVIDERS } from '../lock-module-providers';
 import { assertForRootAsyncOptions, checkOptionsFactory } from '../options/for-root-async-options';
 import { assertForRootOptions } from '../options/for-root-options';
@@ -28,6 +29,7 @@ import { LockTestingController } from './lock-testing.controller';
     { provide: DEFER_QUEUE_FACTORY, useFactory: (testing: LockTestingController) => testing.deferQueues, inject: [LockTestingController] },
     ...LOCK_MODULE_PROVIDERS,
     LockDeferCoordinator,
+    LockModuleDrain,
   ],
   exports: [...LOCK_MODULE_EXPORTS, LockTestingController],
 })

@@ -3,8 +3,8 @@
  * job runs. The worker stops taking jobs, the running job is told through its lock's signal (as direct calls
  * are by LockService.close()) and finishes under its lock before the lock service and any Redis connection
  * close, bounded by shutdownTimeout; a job not started, or still waiting for its lock, stays (or goes back) in the
- * queue and another instance runs it. Calls made during the drain still work: a free key runs here, a busy one is
- * enqueued for another instance.
+ * queue and another instance runs it. From the drain on (the lock module's onModuleDestroy), a call is refused as after
+ * close() (LockServiceClosedError, 503 over HTTP): it neither runs here nor is enqueued.
  */
 import { INestApplication, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
@@ -146,14 +146,14 @@ describe("onBusy 'defer': app.close() while a deferred job runs", () => {
       }),
     ];
     const { close } = locks;
-    const { beforeApplicationShutdown } = coordinator;
+    const { closeWorker } = coordinator;
     locks.close = () => {
       events.push('lock service closes');
       return close.call(locks);
     };
-    coordinator.beforeApplicationShutdown = () => {
+    coordinator.closeWorker = () => {
       events.push('defer worker drains');
-      return beforeApplicationShutdown.call(coordinator);
+      return closeWorker.call(coordinator);
     };
     return () => spies.forEach((s) => s.mockRestore());
   }
@@ -177,9 +177,10 @@ describe("onBusy 'defer': app.close() while a deferred job runs", () => {
     try {
       closed = a.app.close();
       expect(await pollUntil(() => events.includes('defer worker drains'), 5_000, 1)).toBe(true);
-      // While the worker drains, the application still serves: a free key runs here, a busy key
-      // (job a holds drain:a) is enqueued for another instance.
-      const [busy, free] = await Promise.all([a.slow.run('a'), a.slow.run('free')]);
+      // While the worker drains, no new lock is taken: a free key does not run here, a busy key (job a holds
+      // drain:a) is not enqueued; both are refused as calls after close() are.
+      const refused = (call: Promise<unknown>) => call.catch((error: unknown) => error);
+      const [busy, free] = await Promise.all([refused(a.slow.run('a')), refused(a.slow.run('free'))]);
       duringDrain = { busy, free };
       await closed;
     } finally {
@@ -195,15 +196,16 @@ describe("onBusy 'defer': app.close() while a deferred job runs", () => {
     // Nothing closed before the running job ended: every close comes after it.
     expect(events.slice(0, endA).filter((e) => closing.includes(e))).toEqual([]);
     expect(events).not.toContain('start b');
-    expect(duringDrain.free).toBe('free');
-    expect(duringDrain.busy).toBeInstanceOf(Deferred);
+    expect(duringDrain.free).toBeInstanceOf(LockServiceClosedError);
+    expect(duringDrain.busy).toBeInstanceOf(LockServiceClosedError);
+    expect(events).not.toContain('start free');
 
-    // In BullMQ: job a completed with its result; job b and the one deferred during the drain wait.
+    // In BullMQ: job a completed with its result; job b waits.
     const first = (await queue.getJob((jobA as Deferred).jobId))!;
     expect(await first.getState()).toBe('completed');
     expect(first.returnvalue).toBe('a');
-    const waiting = [(jobB as Deferred).jobId, (duringDrain.busy as Deferred).jobId];
-    expect(await Promise.all(waiting.map((id) => queue.getJobState(id)))).toEqual(['waiting', 'waiting']);
+    const waiting = [(jobB as Deferred).jobId];
+    expect(await Promise.all(waiting.map((id) => queue.getJobState(id)))).toEqual(['waiting']);
 
     // Another instance picks them up: no job was lost.
     await instance();
@@ -211,7 +213,7 @@ describe("onBusy 'defer': app.close() while a deferred job runs", () => {
       await pollUntil(async () => (await Promise.all(waiting.map((id) => queue.getJobState(id)))).every((s) => s === 'completed'), 20_000, 25),
     ).toBe(true);
     expect(events.filter((e) => e.startsWith('end b'))).toEqual(['end b (signal live, held true)']);
-    expect(events.filter((e) => e.startsWith('end a'))).toHaveLength(2);
+    expect(events.filter((e) => e.startsWith('end a'))).toHaveLength(1);
   }, 40_000);
 
   it('a busy call that reaches the queue after it closed (the race with shutdown) is refused like a call after close(): LockServiceClosedError', async () => {
