@@ -100,6 +100,12 @@ const documents: Record<string, Surroundings[]> = {
     },
     {
       prelude:
+        "import { Module } from '@nestjs/common';\nimport { Test } from '@nestjs/testing';\nimport { DistributedLockModule } from 'nestjs-distributed-lock';\n" +
+        "import { DistributedLockTestingModule } from 'nestjs-distributed-lock/testing';\n@Module({}) class BillingModule {}",
+      wrap: inAsyncFunction,
+    },
+    {
+      prelude:
         "import { Injectable, Module } from '@nestjs/common';\nimport { Test } from '@nestjs/testing';\nimport { Locked } from 'nestjs-distributed-lock';\n" +
         "import { DistributedLockTestingModule, LockTestingController } from 'nestjs-distributed-lock/testing';\n" +
         '@Injectable() class ClaimsService {\n' +
