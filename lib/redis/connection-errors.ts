@@ -1,13 +1,14 @@
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import { sentinelMisdirection } from './sentinel-misdirection';
+import { unknownOutcome } from './unknown-outcome';
 
 const timeouts = new WeakSet<object>();
 
 /** A Redis call that did not settle within its bound (see CommandDeadlines). */
 export function timeoutError(operation: string, timeoutMs: number): LockConnectionError {
   const error = new LockConnectionError(
-    `Redis did not answer ${operation} within ${timeoutMs} ms (unreachable, frozen or overloaded). The lock state is unknown; nothing ran under it.`,
+    `Redis did not answer ${operation} within ${timeoutMs} ms (unreachable, frozen or overloaded). ${unknownOutcome(operation)}`,
     operation,
   );
   timeouts.add(error);

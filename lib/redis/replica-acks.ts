@@ -2,6 +2,7 @@ import { LockConnectionError } from '../errors/lock-connection.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { CommandArg } from './lua-script';
 import { isClusterClient } from './redis-connection';
+import { unknownOutcome } from './unknown-outcome';
 
 /**
  * `replicaAcks`: how many replicas must confirm (Redis WAIT) a write that grants or prolongs a
@@ -57,7 +58,7 @@ export function timedOutBehindWaits(acks: ReplicaAcks, operation: string, comman
     `Redis did not answer ${operation} within ${commandTimeout} ms. With replicaAcks (${acks.required}), every lock call ends with a WAIT that ` +
       `blocks this service's connection for up to replicaAckTimeout (${acks.timeoutMs} ms) while replicas do not confirm, so concurrent calls ` +
       `queue behind each other's WAIT: check the replicas (INFO replication on the primary); otherwise Redis is unreachable, frozen or ` +
-      'overloaded. The lock state is unknown; nothing ran under it.',
+      `overloaded. ${unknownOutcome(operation)}`,
     operation,
     { cause },
   );

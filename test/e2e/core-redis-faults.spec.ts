@@ -60,6 +60,7 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
     console.log(`T4 (a) acquire on a frozen Redis settled after ${attempt.ms.toFixed(1)} ms: ${(attempt.error as Error)?.name}`);
     expect(attempt.error).toBeInstanceOf(LockConnectionError);
     expect((attempt.error as LockConnectionError).operation).toBe('acquire');
+    expect((attempt.error as Error).message).toMatch(/did not answer acquire within 300 ms .* The lock state is unknown; nothing ran under it\.$/);
     // It was the bound that ended the wait (a frozen server accepts the bytes and never answers).
     expect(attempt.ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT - 5);
     expect(attempt.ms).toBeLessThanOrEqual(suite.lateness.boundFor(attempt, COMMAND_TIMEOUT, SLACK));
@@ -144,6 +145,11 @@ describe('T4 Redis stopped, frozen and restarted under the lock', () => {
     console.log(`T4 (c) release on a frozen Redis settled after ${release.ms.toFixed(1)} ms: ${(release.error as Error)?.name}`);
     expect(release.error).toBeInstanceOf(LockConnectionError);
     expect((release.error as LockConnectionError).operation).toBe('release');
+    // The work under the lock did run: the message must not invite a retry of it, and says what is left.
+    expect((release.error as Error).message).toMatch(
+      /did not answer release within 300 ms .* the work under the lock ran, .* the key stays taken until its lease lapses/,
+    );
+    expect((release.error as Error).message).not.toMatch(/nothing ran/);
     expect(release.ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT - 5);
     expect(release.ms).toBeLessThanOrEqual(suite.lateness.boundFor(release, COMMAND_TIMEOUT, SLACK));
     expect(lock.isHeld()).toBe(false);
