@@ -1,4 +1,5 @@
 import type { LockBackend, LockBackendContext, LockBackendFactory } from '../core/lock-backend';
+import { LockConnectionError } from '../errors/lock-connection.error';
 import { assertRedisOption } from '../options/connection-option';
 import { reportConnectionHealth } from './connection-health';
 import { ConnectionState } from './connection-state';
@@ -82,6 +83,7 @@ class RedisBackend implements LockBackend {
     if (client.status === 'wait') client.connect().catch(() => undefined);
     if (!(await waitUntilReady(client, startupTimeout))) throw this.connectionState.notReachableAtStartup(startupTimeout);
     if (!isClusterClient(client)) await this.refuseSentinel(client, commandTimeout);
+    await this.refuseWithoutPermission();
     // A Cluster: know how handovers travel before the first release (bounded; on failure, asked again later).
     if (this.route.mode === undefined) await this.route.detect();
     void this.warnIfEvicting();
@@ -95,6 +97,22 @@ class RedisBackend implements LockBackend {
   private async refuseSentinel(client: Redis, commandTimeout: number): Promise<void> {
     const info = await withDeadline(client.info('server'), commandTimeout, () => new Error('no answer')).catch(() => undefined);
     if (info !== undefined && isSentinelInfo(info)) throw sentinelAtStartup(this.connectionState.target);
+  }
+
+  /**
+   * A Redis user whose ACL refuses what every lock call does (a script on the lock keys: no +@scripting,
+   * no TIME, keys outside its patterns) would start, and fail every acquire as long as it runs: like a
+   * Sentinel's address, a misconfiguration that no retry outlives, so the application does not start.
+   */
+  private async refuseWithoutPermission(): Promise<void> {
+    const refusal = await this.store.aclRefusal();
+    if (!refusal) return;
+    throw new LockConnectionError(
+      `${this.connectionState.target} refuses the module's Redis user what every lock call needs, so the application did not start ` +
+        `(requireRedisAtStartup): ${refusal.message}`,
+      'connect',
+      { cause: refusal },
+    );
   }
 
   /** Every server holding locks (a Cluster's masters), asked once after startup without holding it up (eviction-warning.ts). */

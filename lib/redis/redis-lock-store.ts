@@ -3,6 +3,7 @@ import { monotonicNow } from '../time/clock';
 import { withDeadline } from '../time/deadline';
 import type { AcquireReply, LockStore, ReleaseOutcome, RenewRequest as StoreRenewRequest } from '../core/lock-store';
 import type { StoreProbe } from '../core/store-probe';
+import type { LockConnectionError } from '../errors/lock-connection.error';
 import { runBoundedScript } from './bounded-script';
 import { CommandDeadlines, CommandGate } from './command-deadlines';
 import { isTimeoutError, toConnectionError } from './connection-errors';
@@ -11,6 +12,7 @@ import { lockStateError } from './lock-state';
 import { CommandArg, isNoScript, LuaScript, PipelineResults, ScriptRunner } from './lua-script';
 import { connectedReplicasOf, ReplicaAcks, timedOutBehindWaits } from './replica-acks';
 import { probeRedis } from './health-probe';
+import { aclRefusalOf } from './permission-check';
 import { WriteBatcher } from './write-batcher';
 import { LOCK_SCRIPTS } from './scripts';
 import { queueKeysExpiry } from './scripts/lua-functions';
@@ -146,6 +148,11 @@ export class RedisLockStore implements LockStore {
     } catch (error) {
       return { error: error as Error };
     }
+  }
+
+  /** @internal Startup: what Redis refuses the module's user of what every lock call does (permission-check.ts), or undefined. */
+  aclRefusal(): Promise<LockConnectionError | undefined> {
+    return aclRefusalOf(this.client, this.deadlines, this.keyPrefix);
   }
 
   async isLocked(keys: LockRedisKeys): Promise<boolean> {

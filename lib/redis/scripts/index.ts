@@ -1,6 +1,8 @@
 import { luaScript } from '../lua-script';
 import { ABANDON_SCRIPT, SHARDED_ABANDON_SCRIPT } from './abandon.script';
 import { ACQUIRE_SCRIPT } from './acquire.script';
+import { HEALTH_PROBE_SCRIPT } from './health-probe.script';
+import { PERMISSION_CHECK_SCRIPT } from './permission-check.script';
 import { PASS_ON_SCRIPT, SHARDED_PASS_ON_SCRIPT } from './pass-on.script';
 import { RELEASE_SCRIPT, SHARDED_RELEASE_SCRIPT } from './release.script';
 import { RENEW_SCRIPT } from './renew.script';
@@ -30,3 +32,9 @@ export const SHARDED_PUBLISHING_SCRIPTS: HandoverScripts = {
   abandon: luaScript(4, SHARDED_ABANDON_SCRIPT),
   passOn: luaScript(4, SHARDED_PASS_ON_SCRIPT),
 };
+
+/** The health check's write (not a lock operation: apart from LOCK_SCRIPTS). */
+export const HEALTH_PROBE = luaScript(1, HEALTH_PROBE_SCRIPT);
+
+/** Startup's check of the module's Redis user (not a lock operation either). */
+export const PERMISSION_CHECK = luaScript(1, PERMISSION_CHECK_SCRIPT);

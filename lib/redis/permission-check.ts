@@ -1,0 +1,29 @@
+import type { LockConnectionError } from '../errors/lock-connection.error';
+import { isAclRefusal } from './acl-refusal';
+import type { CommandDeadlines } from './command-deadlines';
+import { healthProbeKey } from './health-probe';
+import { isNoScript, ScriptRunner } from './lua-script';
+import type { RedisClient } from './redis-connection';
+import { PERMISSION_CHECK } from './scripts';
+
+/**
+ * Whether Redis refuses the module's user what every lock call does (a script, on the lock keys, calling
+ * TIME): the refusal, or undefined. Asked once at startup, bounded like every call: a user without
+ * +@scripting started, reported healthy, and failed every acquire. Any other failure (a slow or
+ * unreachable server) is not a permission problem and is left to the lock calls and the health check.
+ * On a Cluster it asks the master of the probe key's slot: a user's ACL is set alike on every master.
+ */
+export async function aclRefusalOf(client: RedisClient, deadlines: CommandDeadlines, keyPrefix: string): Promise<LockConnectionError | undefined> {
+  const scripts = new ScriptRunner(client);
+  try {
+    await deadlines.bound(
+      'permission check',
+      (attempt) => scripts.run(PERMISSION_CHECK, [healthProbeKey(keyPrefix)], attempt),
+      undefined,
+      isNoScript,
+    );
+    return undefined;
+  } catch (error) {
+    return isAclRefusal(error) ? (error as LockConnectionError) : undefined;
+  }
+}
