@@ -1,6 +1,5 @@
 import { monotonicNow } from '../time/clock';
-import type { Cluster, Redis } from 'ioredis';
-import { slotTag } from './key-slot';
+import { probeCluster } from './cluster-health-probe';
 import type { CommandDeadlines } from './command-deadlines';
 import { probeWrite } from './probe-write';
 import { isClusterClient, type RedisClient } from './redis-connection';
@@ -31,19 +30,7 @@ export const healthProbeKey = (keyPrefix: string): string => `${keyPrefix}{healt
  */
 export async function probeRedis(client: RedisClient, deadlines: CommandDeadlines, keyPrefix: string, acks?: ReplicaAcks): Promise<number> {
   const sentAt = monotonicNow();
-  if (isClusterClient(client)) await Promise.all(client.nodes('master').map((master) => probeMaster(client, master, keyPrefix, deadlines)));
+  if (isClusterClient(client)) await probeCluster(client, deadlines, keyPrefix);
   else await probeWrite(client, deadlines, 'health probe', healthProbeKey(keyPrefix), acks);
   return monotonicNow() - sentAt;
-}
-
-/**
- * One master's probe: a write on its own connection, of a key in a slot the Cluster client's map gives it
- * (`<prefix>{<slot tag>}:probe`: the locks' namespace, next to no lock's keys); a PING while the map names
- * no slot of it. The operation names the master, so the timeout or refusal says which one.
- */
-function probeMaster(cluster: Cluster, master: Redis, keyPrefix: string, deadlines: CommandDeadlines): Promise<unknown> {
-  const name = `${master.options.host ?? '?'}:${master.options.port ?? '?'}`;
-  const slot = cluster.slots?.findIndex((owners) => owners?.[0] === name) ?? -1;
-  if (slot < 0) return deadlines.bound(`ping of Cluster master ${name}`, () => master.ping());
-  return probeWrite(master, deadlines, `health probe of Cluster master ${name}`, `${keyPrefix}{${slotTag(slot)}}:probe`);
 }

@@ -1,0 +1,81 @@
+import type { Cluster, Redis } from 'ioredis';
+import { LockConnectionError } from '../errors/lock-connection.error';
+import type { CommandDeadlines } from './command-deadlines';
+import { slotTag } from './key-slot';
+import { probeWrite } from './probe-write';
+
+/** Slots of a Redis Cluster. */
+const SLOTS = 16_384;
+
+/** A master as the client's slot table names it (`host:port`), and what it owns. */
+interface SlotOwner {
+  /** One slot it owns: its probe key lands there. */
+  slot: number;
+  count: number;
+}
+
+/**
+ * The masters lock calls go to: the first node of every slot in the client's slot table. Not
+ * `cluster.nodes('master')`: that is the connection pool, from which ioredis drops a node whose
+ * connection ended, so a dead master (or every master) is simply missing from it and a probe of the
+ * pool passed at once while the acquires of its slots failed.
+ */
+function slotOwners(cluster: Cluster): { owners: Map<string, SlotOwner>; uncovered: number } {
+  const owners = new Map<string, SlotOwner>();
+  let uncovered = 0;
+  const table = cluster.slots ?? [];
+  for (let slot = 0; slot < SLOTS; slot++) {
+    const name = table[slot]?.[0];
+    if (!name) {
+      uncovered++;
+      continue;
+    }
+    const owner = owners.get(name);
+    if (owner) owner.count++;
+    else owners.set(name, { slot, count: 1 });
+  }
+  return { owners, uncovered };
+}
+
+/**
+ * A Cluster's health probe: down while the client is not ready (every lock call fails then), when slots
+ * have no master in its table, and for every slot owner that has no connection or fails its probe write
+ * (on a key in a slot it owns, so on its own connection), each named `host:port`. The writes go at
+ * once, side by side; every failure is reported, so the dead master is named beside whatever else fails
+ * (the others answer CLUSTERDOWN once they mark it failed).
+ */
+export async function probeCluster(cluster: Cluster, deadlines: CommandDeadlines, keyPrefix: string): Promise<void> {
+  if (cluster.status !== 'ready') {
+    throw new LockConnectionError(
+      `the Redis Cluster client is ${cluster.status}, not ready: every lock call fails until it has reconnected to the cluster`,
+      'health probe',
+    );
+  }
+  const { owners, uncovered } = slotOwners(cluster);
+  const failures: Error[] = [];
+  if (uncovered > 0) {
+    failures.push(
+      new LockConnectionError(
+        `${uncovered} of ${SLOTS} slots have no master in the Cluster client's slot table: lock calls on their keys fail`,
+        'health probe',
+      ),
+    );
+  }
+  const connections = new Map<string, Redis>(cluster.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]));
+  const probes = [...owners].map(([name, owner]) => {
+    const connection = connections.get(name);
+    if (!connection) {
+      return Promise.reject(
+        new LockConnectionError(
+          `Cluster master ${name} (${owner.count} slots) has no connection: the client dropped it (the server is down or unreachable), ` +
+            'so lock calls on its slots fail',
+          'health probe',
+        ),
+      );
+    }
+    return probeWrite(connection, deadlines, `health probe of Cluster master ${name}`, `${keyPrefix}{${slotTag(owner.slot)}}:probe`);
+  });
+  for (const result of await Promise.allSettled(probes)) if (result.status === 'rejected') failures.push(result.reason as Error);
+  if (failures.length === 1) throw failures[0];
+  if (failures.length > 1) throw new LockConnectionError(failures.map((f) => f.message).join('; '), 'health probe', { cause: failures[0] });
+}
