@@ -98,6 +98,32 @@ describe('LockHealthIndicator and lock calls for a Redis user without +@scriptin
     expect((error as Error).message).not.toMatch(/reachable/);
   });
 
+  it('Redlock: startup fails naming the node and the grant; without requireRedisAtStartup health is down naming the grant', async () => {
+    // Two more independent masters with the same user: a majority of nodes refuses scripts.
+    const others = [await RedisProcess.start(), await RedisProcess.start()];
+    try {
+      for (const node of others)
+        await node.client().call('ACL', 'SETUSER', 'locker', 'on', '>pw', `~${KEY_PREFIX}*`, `&${KEY_PREFIX}*`, '+@all', '-@scripting');
+      const nodes = [url, ...others.map((node) => `redis://locker:pw@${node.host}:${node.port}`)];
+      const error = await start({ redis: undefined, nodes }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(LockConnectionError);
+      expect((error as Error).message).toMatch(/^Redlock: Redis at 127\.0\.0\.1:\d+ refuses the module's Redis user what every lock call needs/);
+      expect((error as Error).message).toMatch(SCRIPTING_GRANT);
+
+      const started = await start({ redis: undefined, nodes, requireRedisAtStartup: false });
+      const health = await started.get(LockHealthIndicator).isHealthy('lock');
+      expect(health.lock.status).toBe('down');
+      expect(health.lock.message).toMatch(SCRIPTING_GRANT);
+    } finally {
+      await app?.close();
+      app = undefined;
+      await Promise.all(others.map((node) => node.stop()));
+    }
+  });
+
   it('a user that may run scripts but not TIME (in no @read or @write category) is refused at startup too, naming the commands', async () => {
     const admin = redis.client();
     await admin.call(

@@ -63,7 +63,8 @@ export class RedlockBackend implements LockBackend {
 
   /**
    * With `requireRedisAtStartup`: waits up to `startupTimeout` for a majority of the nodes, and
-   * refuses nodes that are members of a Redis Cluster (they shard keys; they are not independent).
+   * refuses nodes that are members of a Redis Cluster (they shard keys; they are not independent) or whose
+   * user the ACL refuses the lock scripts (they never vote).
    */
   async ready(): Promise<void> {
     const { requireRedisAtStartup, startupTimeout } = this.context.settings;
@@ -83,6 +84,7 @@ export class RedlockBackend implements LockBackend {
       );
     }
     await Promise.all(ready.map((node) => this.refuseClusterNode(node)));
+    await Promise.all(ready.map((node) => this.refuseWithoutPermission(node)));
     this.checkEachNodeOnceUp(
       this.nodes.filter((node) => !ready.includes(node)),
       startupTimeout,
@@ -167,6 +169,22 @@ export class RedlockBackend implements LockBackend {
         });
       }
     });
+  }
+
+  /**
+   * A node whose user the ACL refuses what every lock call does (no +@scripting, no TIME, keys outside its
+   * patterns) never votes: like a Cluster node among the nodes, a misconfiguration no retry outlives, so
+   * startup fails naming the grant (permission-check.ts).
+   */
+  private async refuseWithoutPermission(node: RedlockNode): Promise<void> {
+    const refusal = await node.aclRefusal(this.context.settings.keyPrefix);
+    if (!refusal) return;
+    throw new LockConnectionError(
+      `Redlock: ${node.target} refuses the module's Redis user what every lock call needs, so the application did not start ` +
+        `(requireRedisAtStartup): ${refusal.message}`,
+      'startup',
+      { cause: refusal },
+    );
   }
 
   private async refuseClusterNode(node: RedlockNode): Promise<void> {

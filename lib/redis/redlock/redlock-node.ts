@@ -7,6 +7,7 @@ import type { LockRedisKeys } from '../lock-redis-keys';
 import { runBoundedScript } from '../bounded-script';
 import { CommandArg, isNoScript, LuaScript, ScriptRunner } from '../lua-script';
 import { createRedisConnection, RedisClient } from '../redis-connection';
+import { aclRefusalOf } from '../permission-check';
 import { WriteBatcher } from '../write-batcher';
 import { REDLOCK_SCRIPTS } from './redlock-scripts';
 
@@ -83,6 +84,11 @@ export class RedlockNode {
       isNoScript,
     );
     return { ms: monotonicNow() - sentAt, recoveringFor };
+  }
+
+  /** Startup: what Redis refuses this node's user of what every lock call does (permission-check.ts), or undefined. */
+  aclRefusal(keyPrefix: string): Promise<LockConnectionError | undefined> {
+    return aclRefusalOf(this.client, this.deadlines, keyPrefix);
   }
 
   /** `INFO <section>`, bounded like every call. */
