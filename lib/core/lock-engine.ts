@@ -69,6 +69,10 @@ export class LockEngine implements LockRuntime {
   get closeSignal(): AbortSignal {
     return this.closeRequested.signal;
   }
+  /** Aborts when the drain begins: what waits and pauses listen to (for diagnostics and tests). */
+  get drainSignal(): AbortSignal {
+    return this.shutdown.signal;
+  }
   /** Held locks and acquisitions in flight: what close() waits for before closing the connection. */
   private readonly drain = new ShutdownDrain();
   /** The drain is over: not even a nested call that borrows a held key is served any more. */

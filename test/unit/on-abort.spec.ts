@@ -70,7 +70,7 @@ describe('onAbort: many waiters behind one abort listener', () => {
           await lock.release();
         }),
       );
-      const shutdown = waiting.engine.closeSignal;
+      const shutdown = waiting.engine.drainSignal;
       // Every caller's first attempt came back busy and it is pausing in the queue.
       expect(await pollUntil(async () => (await suite.client.llen('test:{herd}:q')) === 200, 10_000)).toBe(true);
       expect(await pollUntil(() => getEventListeners(shutdown, 'abort').length > 0, 5_000)).toBe(true);
