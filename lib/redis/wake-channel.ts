@@ -206,7 +206,9 @@ export class WakeChannel implements HandoverChannel {
    * ACL_REFUSAL_BACKOFF_MS (not on every wait: the ACL refuses it again until an operator changes it).
    */
   private subscribeFailed(channel: string, error: unknown): boolean {
-    const message = (error as Error).message;
+    // Redis' own words: the refusal arrives wrapped as a lock call's (acl-refusal.ts), which says calls fail until
+    // granted; a refused subscription does not fail them (waiters poll), as the warning below says.
+    const message = innermostMessage(error);
     if (!/NOPERM/.test(message)) {
       this.logger.debug?.(`Subscribing to ${channel} failed, waiting by polling: ${message}`);
       return false;
@@ -435,4 +437,11 @@ function parseHandover(message: string, clientPrefix: string): { token: string; 
   if (clientPrefix && lockName.startsWith(clientPrefix)) lockName = lockName.slice(clientPrefix.length);
   const [token, fence, validFor, placeLeft] = fields;
   return { token, lockName, handover: { fence: Number(fence), validFor: Number(validFor), placeLeft: Number(placeLeft) } };
+}
+
+/** The message of the error at the end of `error`'s cause chain (the server's reply, when it is wrapped). */
+function innermostMessage(error: unknown): string {
+  let innermost = error;
+  while (innermost instanceof Error && innermost.cause instanceof Error) innermost = innermost.cause;
+  return innermost instanceof Error ? innermost.message : String(innermost);
 }

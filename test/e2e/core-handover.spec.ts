@@ -72,6 +72,9 @@ describe('handover', () => {
       expect(health.problems).toEqual([]);
       const refusals = warnings.mock.calls.map(([message]) => String(message)).filter((m) => /refused the subscription/.test(m));
       expect(refusals).toEqual([expect.stringContaining('ACL SETUSER <user> &ho:waiters:*')]);
+      // Redis' words, not those of a refused lock call ("they fail until it is granted"): locks were granted.
+      expect(refusals[0]).toMatch(/refused the subscription to ho:waiters:\S+ \(NOPERM /);
+      expect(refusals[0]).not.toContain('however often');
       // The refusal is not asked again on every wait (before: one refused SUBSCRIBE per wait, each attempt
       // also leaving a promise reaction alive until close(), about 400 B a wait).
       const subscribes = /^cmdstat_subscribe:.*rejected_calls=(\d+)/m.exec(await suite.client.info('commandstats'));
