@@ -1,5 +1,5 @@
 import { LockOptionsError } from '../errors/lock-options.error';
-import { editDistance } from './edit-distance';
+import { nearMissOf } from './near-miss-keys';
 
 /** Per-call options: what `acquire`, `tryAcquire`, `withLock` and `@Locked` read (the last two also a fallback). */
 export const LOCK_OPTION_KEYS = [
@@ -50,20 +50,11 @@ export const HEALTH_OPTION_KEYS = ['maxRoundTrip', 'renewalErrorWindow'] as cons
 export function assertKnownKeys(where: string, options: object, known: readonly string[]): void {
   for (const key of Object.keys(options)) {
     if (known.includes(key)) continue;
-    const near = closest(key, known);
+    // Only a suggestion (the key is refused whatever it is): short names are compared by edits too.
+    const near = nearMissOf(key, known, 0);
     throw new LockOptionsError(
       `${where}.${key}`,
       `is not an option${near ? `; did you mean ${near}?` : '.'} The options are: ${known.filter((k) => k !== 'isGlobal').join(', ')}.`,
     );
   }
-}
-
-/** The known key within two edits of `key` (or equal but for case), if any. */
-function closest(key: string, known: readonly string[]): string | undefined {
-  let best: { key: string; distance: number } | undefined;
-  for (const k of known) {
-    const distance = k.toLowerCase() === key.toLowerCase() ? 0 : editDistance(k, key);
-    if (distance <= 2 && (!best || distance < best.distance)) best = { key: k, distance };
-  }
-  return best?.key;
 }

@@ -7,13 +7,14 @@ const MAX_EDITS = 2;
 
 /**
  * The name in `known` that `key` (not one of them) is most likely a slip of: the same but for case, or, when both
- * are at least 3 characters long, within 2 edits (a swap of two adjacent characters is one).
+ * are at least `minEditedLength` characters long, within 2 edits (a swap of two adjacent characters is one).
+ * Refusing a name takes the default (3); a suggestion for a name refused anyway may take 0.
  */
-export function nearMissOf(key: string, known: readonly string[]): string | undefined {
+export function nearMissOf(key: string, known: readonly string[], minEditedLength = MIN_EDITED_NAME_LENGTH): string | undefined {
   let best: { name: string; distance: number } | undefined;
   for (const name of known) {
     const sameButCase = name.toLowerCase() === key.toLowerCase();
-    if (!sameButCase && Math.min(name.length, key.length) < MIN_EDITED_NAME_LENGTH) continue;
+    if (!sameButCase && Math.min(name.length, key.length) < minEditedLength) continue;
     const distance = sameButCase ? 0 : editDistance(name, key, MAX_EDITS);
     if (distance <= MAX_EDITS && (!best || distance < best.distance)) best = { name, distance };
   }

@@ -1,11 +1,8 @@
 import type { Cluster, Redis } from 'ioredis';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import type { CommandDeadlines } from './command-deadlines';
-import { slotTag } from './key-slot';
+import { CLUSTER_SLOTS, slotTag } from './key-slot';
 import { probeWrite } from './probe-write';
-
-/** Slots of a Redis Cluster. */
-const SLOTS = 16_384;
 
 /** A master as the client's slot table names it (`host:port`), and what it owns. */
 interface SlotOwner {
@@ -24,7 +21,7 @@ function slotOwners(cluster: Cluster): { owners: Map<string, SlotOwner>; uncover
   const owners = new Map<string, SlotOwner>();
   let uncovered = 0;
   const table = cluster.slots ?? [];
-  for (let slot = 0; slot < SLOTS; slot++) {
+  for (let slot = 0; slot < CLUSTER_SLOTS; slot++) {
     const name = table[slot]?.[0];
     if (!name) {
       uncovered++;
@@ -56,7 +53,7 @@ export async function probeCluster(cluster: Cluster, deadlines: CommandDeadlines
   if (uncovered > 0) {
     failures.push(
       new LockConnectionError(
-        `${uncovered} of ${SLOTS} slots have no master in the Cluster client's slot table: lock calls on their keys fail`,
+        `${uncovered} of ${CLUSTER_SLOTS} slots have no master in the Cluster client's slot table: lock calls on their keys fail`,
         'health probe',
       ),
     );

@@ -171,15 +171,6 @@ function nodeText(node: ClusterNode): string {
  * by every Sentinel ("No such master with that name"); Sentinels that refuse or drop the connection
  * leave only "All sentinels are unreachable … Connection is closed" (the system's reason is lost).
  */
-/**
- * ioredis' "Protocol error, got "H" as reply type byte": something listens there, but not Redis (an HTTP server or
- * proxy answers 'H', a TLS server an alert). Without this, the message read as a Redis that is down.
- */
-function protocolHint(message: string | undefined): string {
-  if (message === undefined || !/^Protocol error/.test(message)) return '';
-  return ' Something listens at that address but does not speak the Redis protocol (an HTTP server or proxy answers "H"): check the port, and use tls (a rediss:// URL) if the server expects TLS.';
-}
-
 export function sentinelHint(message: string | undefined): string {
   if (message === undefined) return '';
   if (/No such master with that name/i.test(message)) {
@@ -193,4 +184,13 @@ export function sentinelHint(message: string | undefined): string {
     return ' None of the Sentinels answered: check their hosts and ports (26379 by default) and that they run.';
   }
   return '';
+}
+
+/**
+ * ioredis' "Protocol error, got "H" as reply type byte": something listens there, but not Redis (an HTTP server or
+ * proxy answers 'H', a TLS server an alert). Without this, the message read as a Redis that is down.
+ */
+function protocolHint(message: string | undefined): string {
+  if (message === undefined || !/^Protocol error/.test(message)) return '';
+  return ' Something listens at that address but does not speak the Redis protocol (an HTTP server or proxy answers "H"): check the port, and use tls (a rediss:// URL) if the server expects TLS.';
 }

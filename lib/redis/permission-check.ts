@@ -1,4 +1,4 @@
-import type { LockConnectionError } from '../errors/lock-connection.error';
+import { LockConnectionError } from '../errors/lock-connection.error';
 import { isAclRefusal } from './acl-refusal';
 import type { CommandDeadlines } from './command-deadlines';
 import { healthProbeKey } from './health-probe';
@@ -26,4 +26,17 @@ export async function aclRefusalOf(client: RedisClient, deadlines: CommandDeadli
   } catch (error) {
     return isAclRefusal(error) ? (error as LockConnectionError) : undefined;
   }
+}
+
+/**
+ * Startup's refusal of a server (a single Redis, or one Redlock node: `target`) whose user may not do what every
+ * lock call does: like a Sentinel's address, a misconfiguration no retry outlives, so the application does not start.
+ */
+export function refusedAtStartup(target: string, refusal: LockConnectionError, operation: string): LockConnectionError {
+  return new LockConnectionError(
+    `${target} refuses the module's Redis user what every lock call needs, so the application did not start ` +
+      `(requireRedisAtStartup): ${refusal.message}`,
+    operation,
+    { cause: refusal },
+  );
 }

@@ -1,5 +1,5 @@
 import type { LockBackend, LockBackendContext, LockBackendFactory } from '../core/lock-backend';
-import { LockConnectionError } from '../errors/lock-connection.error';
+import { refusedAtStartup } from './permission-check';
 import { assertRedisOption } from '../options/connection-option';
 import { reportConnectionHealth } from './connection-health';
 import { ConnectionState } from './connection-state';
@@ -106,13 +106,7 @@ class RedisBackend implements LockBackend {
    */
   private async refuseWithoutPermission(): Promise<void> {
     const refusal = await this.store.aclRefusal();
-    if (!refusal) return;
-    throw new LockConnectionError(
-      `${this.connectionState.target} refuses the module's Redis user what every lock call needs, so the application did not start ` +
-        `(requireRedisAtStartup): ${refusal.message}`,
-      'connect',
-      { cause: refusal },
-    );
+    if (refusal) throw refusedAtStartup(this.connectionState.target, refusal, 'connect');
   }
 
   /** Every server holding locks (a Cluster's masters), asked once after startup without holding it up (eviction-warning.ts). */

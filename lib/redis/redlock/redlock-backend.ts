@@ -2,6 +2,7 @@ import { warnIfEvicting } from '../eviction-warning';
 import { ReplyError } from 'ioredis';
 import type { LockBackend, LockBackendContext } from '../../core/lock-backend';
 import { LockConnectionError } from '../../errors/lock-connection.error';
+import { refusedAtStartup } from '../permission-check';
 import { LockOptionsError } from '../../errors/lock-options.error';
 import { reportConnectionHealth } from '../connection-health';
 import { closeConnection, closeNow, waitUntilReady } from '../redis-connection';
@@ -178,13 +179,7 @@ export class RedlockBackend implements LockBackend {
    */
   private async refuseWithoutPermission(node: RedlockNode): Promise<void> {
     const refusal = await node.aclRefusal(this.context.settings.keyPrefix);
-    if (!refusal) return;
-    throw new LockConnectionError(
-      `Redlock: ${node.target} refuses the module's Redis user what every lock call needs, so the application did not start ` +
-        `(requireRedisAtStartup): ${refusal.message}`,
-      'startup',
-      { cause: refusal },
-    );
+    if (refusal) throw refusedAtStartup(`Redlock: ${node.target}`, refusal, 'startup');
   }
 
   private async refuseClusterNode(node: RedlockNode): Promise<void> {
