@@ -1,38 +1,9 @@
 import type { Cluster, Redis } from 'ioredis';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import type { CommandDeadlines } from './command-deadlines';
-import { CLUSTER_SLOTS, slotTag } from './key-slot';
+import { CLUSTER_SLOTS } from './key-slot';
+import { masterProbeKey, slotOwners } from './cluster-slot-owners';
 import { probeWrite } from './probe-write';
-
-/** A master as the client's slot table names it (`host:port`), and what it owns. */
-interface SlotOwner {
-  /** One slot it owns: its probe key lands there. */
-  slot: number;
-  count: number;
-}
-
-/**
- * The masters lock calls go to: the first node of every slot in the client's slot table. Not
- * `cluster.nodes('master')`: that is the connection pool, from which ioredis drops a node whose
- * connection ended, so a dead master (or every master) is simply missing from it and a probe of the
- * pool passed at once while the acquires of its slots failed.
- */
-function slotOwners(cluster: Cluster): { owners: Map<string, SlotOwner>; uncovered: number } {
-  const owners = new Map<string, SlotOwner>();
-  let uncovered = 0;
-  const table = cluster.slots ?? [];
-  for (let slot = 0; slot < CLUSTER_SLOTS; slot++) {
-    const name = table[slot]?.[0];
-    if (!name) {
-      uncovered++;
-      continue;
-    }
-    const owner = owners.get(name);
-    if (owner) owner.count++;
-    else owners.set(name, { slot, count: 1 });
-  }
-  return { owners, uncovered };
-}
 
 /**
  * A Cluster's health probe: down while the client is not ready (every lock call fails then), when slots
@@ -70,7 +41,7 @@ export async function probeCluster(cluster: Cluster, deadlines: CommandDeadlines
         ),
       );
     }
-    return probeWrite(connection, deadlines, `health probe of Cluster master ${name}`, `${keyPrefix}{${slotTag(owner.slot)}}:probe`);
+    return probeWrite(connection, deadlines, `health probe of Cluster master ${name}`, masterProbeKey(keyPrefix, owner.slot));
   });
   for (const result of await Promise.allSettled(probes)) if (result.status === 'rejected') failures.push(result.reason as Error);
   if (failures.length === 1) throw failures[0];
