@@ -2,6 +2,7 @@ import { describeValue } from '../errors/describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { DistributedLockModuleOptions } from './distributed-lock-module-options.interface';
 import { IOREDIS_OPTION_KEYS, SENTINEL_ADDRESS_KEYS } from './ioredis-option-keys';
+import { assertNoMisplacedConnectionKeys } from './misplaced-connection-keys';
 import { assertNoNearMissKeys } from './near-miss-keys';
 import { isClusterClient, isRedisClient } from './redis-client-shape';
 import type { ResolvedModuleOptions } from './resolve-options';
@@ -19,6 +20,7 @@ export function assertConnectionOption(where: string, option: unknown): void {
     throw new LockOptionsError(where, `expected a redis:// URL, ioredis options or a Redis client, got ${describeValue(option)}.`);
   }
   // First: a misspelt host or port would otherwise be reported as missing, or go unnoticed beside the other one.
+  assertNoMisplacedConnectionKeys(where, option);
   assertNoNearMissKeys(where, option, IOREDIS_OPTION_KEYS, 'an ioredis option', SERVER_DEFAULTS);
   const o = option as { host?: unknown; port?: unknown; path?: unknown; sentinels?: unknown; name?: unknown };
   if (o.sentinels !== undefined) return assertSentinels(where, o.sentinels, o.name);

@@ -80,6 +80,49 @@ describe('a near miss of an ioredis option name is refused', () => {
   });
 });
 
+describe('a name in ioredis options that belongs elsewhere is refused, saying where it belongs', () => {
+  // Before: each was taken and ignored by ioredis (the module kept its default, the password was not sent), or refused
+  // as a near miss of an unrelated name ('ttl': did you mean 'tls'?; 'auth': did you mean 'path'?).
+  it.each<[string, Record<string, unknown>, string]>([
+    ['ttl', { host: '10.0.0.1', port: 6380, ttl: 60_000 }, 'redis.ttl'],
+    ['waitTimeout', { host: '10.0.0.1', port: 6380, waitTimeout: 100 }, 'redis.waitTimeout'],
+    ['shutdownTimeout', { sentinels: [{ host: '10.0.0.1', port: 26379 }], name: 'mymaster', shutdownTimeout: 1 }, 'redis.shutdownTimeout'],
+  ])("the lock module's %s", (key, redis, option) => {
+    const error = refusal({ redis });
+    expect(error.option).toBe(option);
+    expect(error.message).toBe(
+      `Invalid option "${option}": is an option of the lock module, not of ioredis: ioredis ignores it, so the module's ${key} keeps its default. ` +
+        `Move it out of redis into the module's options: DistributedLockModule.forRoot({ redis: …, ${key} }).`,
+    );
+  });
+
+  it("the lock module's option in a Redlock node", () => {
+    const error = refusal({ nodes: [three[0], { host: '10.0.0.2', port: 6379, ttl: 5_000 } as never, three[2]] });
+    expect(error.option).toBe('nodes[1].ttl');
+    expect(error.message).toContain("Move it out of nodes[1] into the module's options: DistributedLockModule.forRoot({ nodes: …, ttl }).");
+  });
+
+  it.each<[string, string]>([
+    ['auth', "'password' (and 'username' for an ACL user)"],
+    ['pass', "'password'"],
+    ['user', "'username'"],
+    ['database', "'db'"],
+    ['ssl', "'tls'"],
+    ['url', "the URL as the redis option itself: redis: 'redis://…'"],
+  ])("another client's name: %s", (key, use) => {
+    const error = refusal({ redis: { host: '10.0.0.1', port: 6380, [key]: 'x' } });
+    expect(error.option).toBe(`redis.${key}`);
+    expect(error.message).toContain("is not an ioredis option (another client's name): ioredis ignores it, so the setting is lost.");
+    expect(error.message).toContain(`Use ${use}`);
+  });
+
+  it('leaves the names ioredis reads itself alone, also where the module has an option of that name', () => {
+    expect(() =>
+      assertConnectionOption('redis', { host: '10.0.0.1', port: 6380, keyPrefix: 'app:', commandTimeout: 500, username: 'u' }),
+    ).not.toThrow();
+  });
+});
+
 describe('near misses', () => {
   it('counts a swap of two adjacent characters as one edit', () => {
     expect(editDistance('prot', 'port')).toBe(1);
