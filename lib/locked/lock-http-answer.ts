@@ -7,6 +7,7 @@ import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { lockNameOf } from './lock-error-names';
 import { isRequestKeyError } from './request-key-errors';
+import { isAclRefusal } from '../redis/acl-refusal';
 
 /**
  * `Retry-After` of every lock answer, in seconds. Not the holder's remaining lease: the watchdog
@@ -47,7 +48,12 @@ export function lockHttpAnswer(error: unknown): LockHttpAnswer | undefined {
   }
   if (error instanceof LockKeyError) return isRequestKeyError(error) ? invalidKey(error) : undefined;
   if (error instanceof LockServiceClosedError) return unavailable('This instance is shutting down; retry on another.', 'acquire', error);
-  if (error instanceof LockConnectionError) return unavailable('The lock store is unreachable; retry later.', error.operation, error);
+  // A refusal by the store's ACL is no outage: every retry, on every instance, meets it until an operator grants the
+  // permission. Told "retry later" (503, Retry-After), clients retried for ever and nothing was logged (Nest logs no
+  // HttpException); left to Nest, it is a logged 500 whose log line names the grant.
+  if (error instanceof LockConnectionError) {
+    return isAclRefusal(error) ? undefined : unavailable('The lock store is unreachable; retry later.', error.operation, error);
+  }
   // The handler stopped because its lock ended under it (it threw the signal's reason, or extend() found it
   // lost): the request was cut short by trouble of the server's, and a retry can succeed. The loss itself
   // is logged where it was seen (a warning naming the key); the answer names no key. Not 'max-hold': the

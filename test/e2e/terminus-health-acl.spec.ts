@@ -6,11 +6,12 @@
  * as lock calls are) is down naming the grant, and each call's error names the grant.
  */
 import 'reflect-metadata';
-import { Module } from '@nestjs/common';
+import { Controller, Get, Module, Param } from '@nestjs/common';
+import request from 'supertest';
 import { TerminusModule } from '@nestjs/terminus';
 import { Test } from '@nestjs/testing';
 import type { INestApplication } from '@nestjs/common';
-import { DistributedLockModule, LockConnectionError, LockService } from '../../lib';
+import { DistributedLockModule, LockConnectionError, Locked, LockService } from '../../lib';
 import type { DistributedLockModuleOptions } from '../../lib';
 import { LockHealthIndicator } from '../../lib/terminus';
 import { RedisProcess } from '../harness/redis-process';
@@ -96,6 +97,31 @@ describe('LockHealthIndicator and lock calls for a Redis user without +@scriptin
     expect((error as LockConnectionError).operation).toBe('acquire');
     expect((error as Error).message).toMatch(SCRIPTING_GRANT);
     expect((error as Error).message).not.toMatch(/reachable/);
+  });
+
+  it('over HTTP an @Locked route answers a logged 500, not 503 with Retry-After: no retry succeeds until the grant is given', async () => {
+    @Controller('acl')
+    class AclController {
+      @Get(':id')
+      @Locked('order:<0>')
+      async order(@Param('id') id: string) {
+        return { id };
+      }
+    }
+    const moduleRef = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot({ redis: url, keyPrefix: KEY_PREFIX, commandTimeout: 500, requireRedisAtStartup: false })],
+      controllers: [AclController],
+    }).compile();
+    const logged: string[] = [];
+    app = moduleRef.createNestApplication({
+      logger: { log() {}, warn() {}, debug() {}, verbose() {}, error: (...parts: unknown[]) => void logged.push(parts.map(String).join(' ')) },
+    });
+    await app.init();
+    const res = await request(app.getHttpServer()).get('/acl/7').expect(500);
+    expect(res.headers['retry-after']).toBeUndefined();
+    expect(res.body).toEqual({ statusCode: 500, message: 'Internal server error' });
+    // The operator learns what to grant from the log; the client is told nothing of the store.
+    expect(logged.join('\n')).toMatch(SCRIPTING_GRANT);
   });
 
   it('Redlock: startup fails naming the node and the grant; without requireRedisAtStartup health is down naming the grant', async () => {
