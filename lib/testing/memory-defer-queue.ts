@@ -97,6 +97,12 @@ export class MemoryDeferQueue implements DeferJobQueue {
     this.workerScope.runInAsyncScope(() => this.pump());
   }
 
+  /** A settled() wait ended: once none is left, backoff timers no longer keep the process alive. */
+  private unwatch(check: () => void): void {
+    this.settleWatchers.delete(check);
+    if (this.settleWatchers.size === 0) for (const timer of this.delays.values()) timer.unref();
+  }
+
   /** Jobs of this queue, oldest first. */
   snapshots(): DeferredJobSnapshot[] {
     return [...this.jobs.values()].map((job) => job.snapshot());
@@ -112,7 +118,7 @@ export class MemoryDeferQueue implements DeferJobQueue {
       const check = () => {
         const pending = jobs.filter((job) => !job.finished);
         if (pending.length === 0) {
-          this.settleWatchers.delete(check);
+          this.unwatch(check);
           return resolve(jobs.map((job) => job.snapshot()));
         }
         const why = this.workerStopped
@@ -121,11 +127,14 @@ export class MemoryDeferQueue implements DeferJobQueue {
             ? undefined
             : 'this module runs no worker (defer.worker: false)';
         if (why === undefined) return;
-        this.settleWatchers.delete(check);
+        this.unwatch(check);
         const ids = pending.map((job) => `${job.id} (${job.data.method}, ${job.state})`).join(', ');
         reject(new DistributedLockError(`Deferred job(s) ${ids} will not run: ${why}.`));
       };
       this.settleWatchers.add(check);
+      // While someone awaits the jobs, their backoff keeps the process alive: a plain script awaiting
+      // deferredJobsSettled() exited during a retry's backoff, its await never answered.
+      for (const timer of this.delays.values()) timer.ref();
       check();
     });
   }
@@ -199,8 +208,8 @@ export class MemoryDeferQueue implements DeferJobQueue {
         }),
       ms,
     );
-    // No timer of the library keeps the process alive; close() clears it anyway.
-    timer.unref();
+    // No timer of the library keeps the process alive, unless deferredJobsSettled() is awaited (settled()); close() clears it anyway.
+    if (this.settleWatchers.size === 0) timer.unref();
     this.delays.set(job, timer);
   }
 
