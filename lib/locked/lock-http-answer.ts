@@ -7,7 +7,7 @@ import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { lockNameOf } from './lock-error-names';
 import { isRequestKeyError } from './request-key-errors';
-import { isAclRefusal } from '../redis/acl-refusal';
+import { isAclRefusal } from '../errors/acl-refusal-mark';
 
 /**
  * `Retry-After` of every lock answer, in seconds. Not the holder's remaining lease: the watchdog

@@ -1,4 +1,7 @@
+import { markAclRefusal } from '../errors/acl-refusal-mark';
 import { LockConnectionError } from '../errors/lock-connection.error';
+
+export { isAclRefusal } from '../errors/acl-refusal-mark';
 
 /**
  * Redis 7 refuses a command the user may not run (`NOPERM this user has no permissions to run the 'eval'
@@ -6,8 +9,6 @@ import { LockConnectionError } from '../errors/lock-connection.error';
  * script, either of them with `ERR The user executing the script can't …` (7.0).
  */
 const ACL_REFUSAL = /^NOPERM |^ERR The user executing the script can't /;
-
-const refusals = new WeakSet<object>();
 
 /**
  * The error of a call Redis refused to the module's Redis user by its ACL, or undefined for any other
@@ -25,16 +26,7 @@ export function aclRefusal(operation: string, error: unknown): LockConnectionErr
     operation,
     { cause: error },
   );
-  refusals.add(refusal);
-  return refusal;
-}
-
-/** Whether `error` (or what it wraps) is Redis refusing the module's user by its ACL (see aclRefusal). */
-export function isAclRefusal(error: unknown): boolean {
-  for (let e = error; typeof e === 'object' && e !== null; e = (e as { cause?: unknown }).cause) {
-    if (refusals.has(e)) return true;
-  }
-  return false;
+  return markAclRefusal(refusal);
 }
 
 /** The grant that lifts the refusal `message` describes; `<keyPrefix>` is the module's (channels are named after it). */
