@@ -5,14 +5,14 @@
  * its bound, never busy or a timeout; five nodes with two slow ones → granted without waiting for
  * them. Each case first proves the fault happened.
  */
-import { Lock, LockBusyError, LockConnectionError, LockService, LockTimeoutError } from '../../lib';
+import { Lock, LockBusyError, LockConnectionError, LockLostError, LockService, LockTimeoutError } from '../../lib';
 import type { RedlockStore } from '../../lib/redis/redlock/redlock-store';
 import { checkHistory, Section } from '../harness/history';
 import { pingOnce } from '../harness/redis-ping';
 import { RedlockNodes } from '../harness/redlock-nodes';
 import { UnhandledRejections } from './workers/support/fault-helpers';
 import { SettleTracker } from './workers/support/settle-tracker';
-import { isAlive, sleep, timed } from './workers/support/timing';
+import { isAlive, pollUntil, sleep, timed } from './workers/support/timing';
 
 const COMMAND_TIMEOUT = 300;
 const TTL = 3_000;
@@ -270,6 +270,51 @@ describe('T16 Redlock node faults', () => {
       }
       await lock.release();
     }, 30_000);
+
+    /** Deletes the lock's key on every node behind the holder's back (FLUSHALL, DEL, eviction stand-in). */
+    async function deleteEverywhere(prefix: string): Promise<void> {
+      for (const server of nodes.servers) expect(await server.client().del(`${prefix}{k}`)).toBe(1);
+    }
+
+    it('keys deleted on every node and the lock taken and released by another client meanwhile: the holder is told it lost it', async () => {
+      const ttl = 900;
+      const holder = await makeService(nodes.directUrls, 'rf10:', { ttl });
+      const other = await makeService(nodes.directUrls, 'rf10:', { ttl });
+      const lock = await holder.acquire('k');
+      await deleteEverywhere('rf10:');
+      const between = await other.acquire('k', { onBusy: 'throw' }); // the fault: a second holder while the first runs
+      expect(between.fencingToken).toBeGreaterThan(lock.fencingToken);
+      await between.release();
+      // Renewals every ttl/3: the first one after the release finds a later token on every node.
+      expect(await pollUntil(() => lock.signal.aborted, 2 * ttl, 20)).toBe(true);
+      expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+      expect(lock.isHeld()).toBe(false);
+      // Before: the renewal took the free keys back and the holder ran on, never told (isHeld true, signal not aborted).
+      for (const server of nodes.servers) expect(await server.client().get('rf10:{k}')).toBeNull();
+    });
+
+    it('the same with extend() (watchdog off): LockLostError, not a silent take-back', async () => {
+      const holder = await makeService(nodes.directUrls, 'rf11:', { watchdog: false });
+      const other = await makeService(nodes.directUrls, 'rf11:');
+      const lock = await holder.acquire('k');
+      await deleteEverywhere('rf11:');
+      await (await other.acquire('k', { onBusy: 'throw' })).release();
+      await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+      expect(lock.signal.aborted).toBe(true);
+    });
+
+    it('control: keys deleted on every node and nobody granted since: the renewal takes them back and the lock is kept', async () => {
+      const ttl = 900;
+      const holder = await makeService(nodes.directUrls, 'rf12:', { ttl });
+      const other = await makeService(nodes.directUrls, 'rf12:', { ttl });
+      const lock = await holder.acquire('k');
+      await deleteEverywhere('rf12:');
+      await sleep(2 * ttl);
+      expect(lock.isHeld()).toBe(true);
+      for (const server of nodes.servers) expect(await server.client().get('rf12:{k}')).not.toBeNull();
+      expect(await other.tryAcquire('k')).toBeNull();
+      await lock.release();
+    });
 
     it('a holder loses a majority (2 of 3 frozen mid-hold): the signal aborts by the lease deadline', async () => {
       const service = await makeService(nodes.directUrls, 'rf6:');

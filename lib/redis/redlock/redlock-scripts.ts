@@ -178,8 +178,14 @@ return 1
  * cannot make a second one. The node's last token is raised to ours, so a later grant there issues a
  * higher one (as after a fencing write-back). Nodes still in their nodeRecoveryDelay take it back too:
  * the delay keeps a forgetful node from voting for a newcomer, and we are the holder.
+ * Not where the node issued a token above ours since: someone was granted the key there after us. The
+ * premise above fails when keys vanish behind the lock's back on a majority (FLUSHALL, DEL, eviction):
+ * another client could then take a majority, run and release, and a take-back made us believe we had held
+ * the lock throughout. Such a node answers "not ours", so with a majority of them the holder is told it
+ * lost the lock. A node restarted empty has no later token (its fence is gone or ours), so a rolling restart
+ * is still ridden out; a node where a contender's vote was given back does not count for us until released.
  * KEYS: lock, fence. ARGV: token, ttl ms, [the lock's fencing token]. Returns 1 renewed or taken back,
- * 0 held by another token (or free, without a fencing token).
+ * 0 held by another token, free without a fencing token, or free with a later token issued there.
  */
 export const REDLOCK_RENEW_SCRIPT =
   `
@@ -193,6 +199,7 @@ if holder or not ARGV[3] then return 0 end
   FENCE_FUNCTIONS +
   `
 local last = last_fence_of(KEYS[2])
+if fence_above(last, ARGV[3]) then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 if fence_above(ARGV[3], last) then redis.call('SET', KEYS[2], ARGV[3], 'PX', '${RAISED_FENCE_RETENTION_MS}') end
 return 1
