@@ -394,8 +394,21 @@ export class Lock implements LockHandle, AsyncDisposable {
     return released.every(Boolean);
   }
 
+  /**
+   * `await using`: released at the end of the block, as withLock releases after its callback. A release Redis does
+   * not answer (LockConnectionError) is logged and the lease lapses by TTL, as withLock does: the block's work is
+   * done, and failing it now would invite a retry of completed work (or, after a block that threw, hide its error in
+   * a SuppressedError). An explicit release() still rejects; any other error (a misuse) is thrown.
+   */
   async [Symbol.asyncDispose](): Promise<void> {
-    await this.release();
+    try {
+      await this.release();
+    } catch (error) {
+      if (!(error instanceof LockConnectionError)) throw error;
+      this.runtime.logger.warn(
+        `Release of "${this.keys.join('", "')}" at the end of its await using block failed; its lease will lapse by TTL: ${error.message}`,
+      );
+    }
   }
 
   /** @internal Whether the watchdog renews this lock (not once `maxHold` is reached or shutdown gave up waiting for it). */

@@ -104,6 +104,37 @@ describe('LockService against a real redis-server: acquire, release, validation'
       }
       expect(await locks.isLocked('order:5')).toBe(false);
     });
+
+    it('await using: a release Redis does not answer is logged, not thrown after the finished block (as withLock)', async () => {
+      const own = await RedisProcess.start();
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      const locks = new LockService({ redis: own.url, commandTimeout: 200 });
+      try {
+        await locks.onModuleInit();
+        let done = false;
+        const block = async () => {
+          await using held = await locks.acquire('order:6', { watchdog: false });
+          expect(held.isHeld()).toBe(true);
+          own.pause(); // the fault: Redis frozen when the block ends
+          done = true;
+        };
+        await expect(block()).resolves.toBeUndefined(); // before: rejected with LockConnectionError after the work was done
+        expect(done).toBe(true);
+        expect(warn.mock.calls.map((call) => String(call[0])).join('\n')).toMatch(
+          /Release of "order:6" at the end of its await using block failed; its lease will lapse by TTL: .*did not answer release within 200 ms/,
+        );
+        // An explicit release() still says so.
+        own.resume();
+        const other = await locks.acquire('order:7', { watchdog: false });
+        own.pause();
+        await expect(other.release()).rejects.toBeInstanceOf(LockConnectionError);
+      } finally {
+        warn.mockRestore();
+        own.resume();
+        await locks.close();
+        await own.stop();
+      }
+    });
   });
 
   describe('script cache', () => {
