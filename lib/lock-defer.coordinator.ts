@@ -80,7 +80,9 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
         `${names} use onBusy 'defer', but ${this.queues.moduleName} has no "defer" option: add defer: {} to its forRoot (see docs/defer.md).`,
       );
     }
-    if (this.queue && this.settings?.worker) {
+    // No deferring method here, no worker: it could run none of the queue's jobs, and would take (and fail) those of
+    // another application sharing the queue on the same Redis.
+    if (this.queue && this.settings?.worker && targets.size > 0) {
       this.queue.startWorker(targets, ({ instance, method }, args, body) =>
         this.locks.withLock(method.keys.resolve(instance, args), body, { ...method.lockOptions, onBusy: 'retry' }),
       );

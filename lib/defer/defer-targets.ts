@@ -63,7 +63,15 @@ export class DeferTargets {
           `arguments); jobs enqueued from now on name the provider's class.`,
       );
     }
-    throw new DistributedLockError(`No singleton provider with the deferring method ${jobName} on this instance.`);
+    // The usual causes, named so the failed job says what to change: the default queue name shared by two applications
+    // on one Redis (each worker takes every job of the queue), or a rolling deploy that added the method.
+    const here = this.byName.size === 0 ? 'it defers no method' : `it defers ${this.names().join(', ')}`;
+    throw new DistributedLockError(
+      `No singleton provider with the deferring method ${jobName} on this instance (${here}). Either another application ` +
+        `shares this defer queue on the same Redis (every worker takes every job of its queue): give each application its own ` +
+        `defer.queueName; or this instance runs a version without that method (a rolling deploy): an updated instance runs ` +
+        `the job on a later attempt.`,
+    );
   }
 
   /** The bounded metric name of a job's method; the job name when this instance has no target for it. */

@@ -222,6 +222,54 @@ describe("@Locked onBusy 'defer' (BullMQ)", () => {
     expect((await counts()).completed).toBe(0);
   });
 
+  it("a job taken by another application's worker on the same queue fails saying the queue is shared, and how to fix it", async () => {
+    // The application that defers runs no worker here, so the other one (same Redis, same queue name) takes the job.
+    const [{ claims, locks }] = await startApps(1, { worker: false, attempts: 1 });
+    @Injectable()
+    class Mailer {
+      @Locked('mail:<0>', { onBusy: 'defer' })
+      async send(id: string): Promise<string | Deferred> {
+        return id;
+      }
+    }
+    @Module({
+      imports: [DistributedLockModule.forRoot({ redis: redis.url, keyPrefix: 'mailer:', defer: { queueName, attempts: 1 } })],
+      providers: [Mailer],
+    })
+    class MailerModule {}
+    const other = await (await Test.createTestingModule({ imports: [MailerModule] }).compile()).createNestApplication({ logger: false }).init();
+    apps.push(other);
+    const held = await locks.acquire('claim:shared');
+    const answer = await claims.claim('shared', { id: 'u1' });
+    await held.release();
+    expect(answer).toBeInstanceOf(Deferred);
+    expect(await pollUntil(async () => (await counts()).failed === 1, 10_000, 50)).toBe(true);
+    const job = (await queue!.getJob((answer as Deferred).jobId))!;
+    // Before: "No singleton provider with the deferring method Claims.claim on this instance." and nothing more.
+    expect(job.failedReason).toBe(
+      'DistributedLockError: No singleton provider with the deferring method Claims.claim on this instance (it defers Mailer.send). ' +
+        'Either another application shares this defer queue on the same Redis (every worker takes every job of its queue): give each ' +
+        'application its own defer.queueName; or this instance runs a version without that method (a rolling deploy): an updated ' +
+        'instance runs the job on a later attempt.',
+    );
+  });
+
+  it('an application with the defer option but no deferring method runs no worker: it leaves the jobs of another application on the queue alone', async () => {
+    const [{ claims, locks }] = await startApps(1, { worker: false, attempts: 1 });
+    @Module({ imports: [DistributedLockModule.forRoot({ redis: redis.url, keyPrefix: 'plain:', defer: { queueName, attempts: 1 } })] })
+    class PlainModule {}
+    const other = await (await Test.createTestingModule({ imports: [PlainModule] }).compile()).createNestApplication({ logger: false }).init();
+    apps.push(other);
+    const held = await locks.acquire('claim:left');
+    const answer = await claims.claim('left', { id: 'u1' });
+    await held.release();
+    expect(answer).toBeInstanceOf(Deferred);
+    await sleep(1_000);
+    // Before: the other application's worker took the job and failed it (no such method there).
+    expect(await queue!.getJobState((answer as Deferred).jobId)).toBe('waiting');
+    expect((await counts()).failed).toBe(0);
+  });
+
   it('arguments that would not survive JSON: a typed DeferArgumentError naming the argument, and nothing enqueued', async () => {
     const [{ claims, locks }] = await startApps(1);
     const held = await locks.acquire('anything:x');
