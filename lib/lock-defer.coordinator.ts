@@ -11,6 +11,7 @@ import { resolveDeferOptions } from './defer/resolve-defer-options';
 import { DISTRIBUTED_LOCK_OPTIONS } from './distributed-lock.module-definition';
 import { DistributedLockError } from './errors/distributed-lock.error';
 import { LockService } from './lock.service';
+import { LOCK_SERVICE_REF } from './locked/locked.internal-constants';
 import type { DistributedLockModuleOptions } from './options/distributed-lock-module-options.interface';
 import type { ResolvedDeferOptions } from './options/defer-options.interface';
 
@@ -65,6 +66,7 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
   async onApplicationBootstrap(): Promise<void> {
     let targets: DeferTargets;
     try {
+      this.refuseSharedQueue();
       targets = this.findTargets();
     } catch (error) {
       // Startup fails here, and Nest runs no shutdown hook after a failed init: close what the lock
@@ -108,12 +110,40 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
     await this.queue?.close();
   }
 
-  /** Deferring methods by job name, on the instance the worker runs them on (request-scoped classes are refused). */
+  /**
+   * Two lock modules of one application (a feature module with its own, isGlobal: false) deferring on one queue: each
+   * worker takes every job of the queue, and one taken by the other module's worker failed there (not its method) or,
+   * before targets were filtered by module, ran under that module's LockService, beside a call holding the lock of
+   * the module the method belongs to. Refused at startup, naming the queue.
+   */
+  private refuseSharedQueue(): void {
+    const queueName = this.settings?.queueName;
+    if (queueName === undefined) return;
+    const sharing = this.discovery
+      .getProviders()
+      .some(
+        (wrapper) =>
+          wrapper.instance instanceof LockDeferCoordinator && wrapper.instance !== this && wrapper.instance.settings?.queueName === queueName,
+      );
+    if (!sharing) return;
+    throw new DistributedLockError(
+      `Two ${this.queues.moduleName} imports in this application defer on one queue, "${queueName}": a worker takes every job of ` +
+        `its queue, so each module's jobs would reach the other's worker. Give each module's defer option its own queueName.`,
+    );
+  }
+
+  /**
+   * Deferring methods by job name, on the instance the worker runs them on (request-scoped classes are refused): those
+   * of classes that lock with this module's LockService. A class under another lock module (a feature module with its
+   * own) defers to that module's queue, and its jobs must run under that module's locks.
+   */
   private findTargets(): DeferTargets {
     const targets = new DeferTargets();
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       const instance: unknown = wrapper.instance;
       if (instance === null || typeof instance !== 'object') continue;
+      const service = (instance as Record<symbol, unknown>)[LOCK_SERVICE_REF];
+      if (service !== undefined && service !== this.locks) continue;
       const methods = deferredMethodsOf(instance);
       if (methods.length === 0) continue;
       if (!isSingleton(wrapper)) {
