@@ -4,6 +4,7 @@ import { describeValue } from '../errors/describe-value';
 import { KeyTemplate, parseKeyTemplate } from './key-template';
 import { resolveKeyTemplate } from './resolve-key-template';
 import { asKeyList } from './normalize-keys';
+import { assertKeyText } from './key-text';
 
 /** What `@Locked` accepts as its first argument. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a key function's parameters are the method's, typed by the user: unknown[] would refuse them
@@ -73,6 +74,9 @@ function functionSource(fn: (...args: never[]) => unknown, where: string): Compi
             `${where}: the key function returned ${describeValue(key)}; expected a non-empty string (or an array of them). The method was not run.`,
           );
         }
+        // Checked here, not only by the engine's normalizeKeys: a refusal while the call's keys are resolved is
+        // the call's own key error (a route handler's: the request's input, a 400), as a template's is.
+        assertKeyText(key, `${where}: the key function returned the key`, ' The method was not run.');
       }
       return list as string[];
     },

@@ -1,7 +1,6 @@
 import { LockKeyError } from '../errors/lock-key.error';
-import { describeValue, quoted } from '../errors/describe-value';
-import { LONE_SURROGATE_ADVICE, loneSurrogateIn } from './lone-surrogate';
-import { MAX_KEY_BYTES } from './key-limits';
+import { describeValue } from '../errors/describe-value';
+import { assertKeyText } from './key-text';
 
 /**
  * Validates keys before any Redis command and puts them in the one canonical order (sorted,
@@ -36,12 +35,5 @@ function assertKey(key: unknown): void {
   }
   if (key.length === 0)
     throw new LockKeyError('Lock key: expected a non-empty string, got "". An empty key would make unrelated callers share one lock.');
-  const surrogate = loneSurrogateIn(key);
-  if (surrogate) throw new LockKeyError(`Lock key ${quoted(key)} contains a lone UTF-16 surrogate (${surrogate}). ${LONE_SURROGATE_ADVICE}`);
-  // A UTF-16 length within a third of the limit cannot exceed it in UTF-8 bytes: skip the count.
-  if (key.length * 3 <= MAX_KEY_BYTES) return;
-  const bytes = Buffer.byteLength(key, 'utf8');
-  if (bytes > MAX_KEY_BYTES) {
-    throw new LockKeyError(`Lock key ${quoted(key)} is ${bytes} bytes long; the limit is ${MAX_KEY_BYTES}. Lock on an id rather than on a payload.`);
-  }
+  assertKeyText(key, 'Lock key');
 }

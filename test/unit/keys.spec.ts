@@ -178,6 +178,27 @@ describe('key functions and template arrays', () => {
     expect(bad(['a', 'b'])).toEqual(['a', 'b']);
   });
 
+  // Checked only by the engine before, after the call's keys were resolved: a route handler's key function
+  // fed an over-long id answered a logged 500 where its template answered 400 (locked-http-key-function.spec.ts).
+  it.each<[string, string]>([
+    ['1,025 ASCII bytes', 'k'.repeat(1_025)],
+    ['1,026 UTF-8 bytes in 342 characters', '\u20ac'.repeat(342)],
+    ['a lone high surrogate', 'user:\ud800'],
+    ['a lone low surrogate', 'user:\udfff'],
+  ])("a key function's key that normalizeKeys refuses (%s) is refused as the call's keys are resolved, naming the method", (_what, key) => {
+    expect(() => normalizeKeys(key)).toThrow(LockKeyError);
+    const source = compileKeySource(() => ['ok', key], 0, WHERE);
+    expect(() => source.resolve(undefined, [])).toThrow(LockKeyError);
+    expect(() => source.resolve(undefined, [])).toThrow(/^@Locked on Svc\.method: the key function returned the key ".*The method was not run\.$/s);
+  });
+
+  it("a key function's key at the limits normalizeKeys accepts (1,024 bytes, a valid surrogate pair) is accepted", () => {
+    for (const key of ['k'.repeat(1_024), '\u20ac'.repeat(341) + 'k', 'user:\ud83d\ude00']) {
+      expect(normalizeKeys(key)).toEqual([key]);
+      expect(compileKeySource(() => key, 0, WHERE).resolve(undefined, [])).toEqual([key]);
+    }
+  });
+
   it('a key function that throws is a LockKeyError naming it (not its TypeError); its HTTP exception or LockKeyError passes as it is', () => {
     const orderKey = compileKeySource((dto: { order?: { id: string } }) => `order:${dto.order!.id}`, 1, WHERE);
     const call = () => orderKey.resolve(undefined, [{}]);
