@@ -106,10 +106,10 @@ export class Lock implements LockHandle, AsyncDisposable {
    * Aborts when the lease is lost, the lock released, or the service starts shutting down (reason
    * `LockLostError` with `reason: 'shutdown'`; `isHeld()` stays true until the work releases it).
    * Reading it first checks the deadline, so a holder that was paused past its TTL sees `aborted`
-   * even before the watchdog's timer ran.
+   * even before the watchdog's timer ran; a nested handle checks its outer locks' deadlines too.
    */
   get signal(): AbortSignal {
-    this.checkDeadline();
+    this.checkDeadlines();
     if (!this.controller) {
       const controller = (this.controller = new AbortController());
       if (this.abortReason !== undefined) controller.abort(this.abortReason);
@@ -138,7 +138,17 @@ export class Lock implements LockHandle, AsyncDisposable {
     else this.stopFollowingOuter = stops;
   }
 
-  /** True while every lease is still valid by this process's monotonic clock. */
+  /**
+   * This handle's deadline and those of the outer locks it borrows keys from (directly or through other nested
+   * calls). A nested handle that borrows every key has no lease of its own (deadline Infinity): only the outer
+   * locks' deadlines say it ran out, and their loss reaches its signal through followOuter.
+   */
+  private checkDeadlines(): void {
+    this.checkDeadline();
+    for (const o of this.outer) o.checkDeadlines();
+  }
+
+  /** True while every lease is still valid by this process's monotonic clock (the outer locks' too, checked through their isHeld()). */
   isHeld(): boolean {
     this.checkDeadline();
     return this.state === 'held' && this.outer.every((o) => o.isHeld());

@@ -15,7 +15,10 @@ export interface LockHandle {
   readonly fencingTokens: ReadonlyMap<string, number>;
   /** Monotonic time (ms) the lock was acquired. */
   readonly acquiredAt: number;
-  /** Aborts when the lease is lost, the lock released, or the service starts shutting down. */
+  /**
+   * Aborts when the lease is lost, the lock released, or the service starts shutting down. Reading it checks the
+   * lease's deadline first (a nested handle's: the outer locks' it borrows keys from too).
+   */
   readonly signal: AbortSignal;
   /** True while every lease is still valid by this process's monotonic clock. */
   isHeld(): boolean;
