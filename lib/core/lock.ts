@@ -156,14 +156,18 @@ export class Lock implements LockHandle, AsyncDisposable {
 
   /**
    * Sets the lease of every key of this handle to `ttl` (default: the acquire's ttl), owner-checked. A
-   * nested handle extends the outer locks it borrows keys from as well (they hold those keys).
+   * nested handle extends the outer locks it borrows keys from as well (they hold those keys): to `ttl`
+   * when given; without it, each by its own default (its acquire's ttl), as its own extend() would.
    * Throws `LockLostError` if the lock is no longer ours, `LockConnectionError` if Redis did not answer.
    */
-  async extend(ttl: number = this.options.ttl): Promise<void> {
-    assertTtl('extend(ttl)', ttl);
+  async extend(ttl?: number): Promise<void> {
+    if (ttl !== undefined) assertTtl('extend(ttl)', ttl);
     this.assertHeld();
-    if (this.outer.length > 0) await settleAll([this.extendOwn(ttl), ...this.outer.map((o) => o.extend(ttl))]);
-    else await this.extendOwn(ttl);
+    const own = ttl ?? this.options.ttl;
+    // Not the nested call's ttl for the outer locks: a helper's currentLock().extend() inside a nested call (module
+    // default ttl) cut an outer lock taken for 5 minutes, watchdog off, to the default, and the watchdog renewed to it.
+    if (this.outer.length > 0) await settleAll([this.extendOwn(own), ...this.outer.map((o) => o.extend(ttl))]);
+    else await this.extendOwn(own);
   }
 
   /** extend() of the leases this handle took itself. */

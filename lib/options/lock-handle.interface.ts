@@ -22,7 +22,10 @@ export interface LockHandle {
   readonly signal: AbortSignal;
   /** True while every lease is still valid by this process's monotonic clock. */
   isHeld(): boolean;
-  /** Sets the lease of every key to `ttl` (default: the acquire's ttl), owner-checked. */
+  /**
+   * Sets the lease of every key to `ttl` (default: the acquire's ttl), owner-checked. A nested handle extends the
+   * outer locks it borrows keys from too: to `ttl` when given, otherwise each by its own acquire's ttl.
+   */
   extend(ttl?: number): Promise<void>;
   /** Gives the keys back; false when the lease had already been lost. */
   release(): Promise<boolean>;
