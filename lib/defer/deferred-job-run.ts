@@ -60,7 +60,8 @@ export async function runDeferredJob(job: DeferredJobRun): Promise<unknown> {
     try {
       result = await Promise.race([running, jobRun.left.then(() => NOT_RUN)]);
     } catch (error) {
-      // Stopped when told the application is shutting down: back to the queue for another instance.
+      // Stopped because this instance is shutting down (told so, or a nested lock call refused by the lock
+      // service's drain): cut short, not failed. Back to the queue for another instance, no attempt used.
       if (jobRun.stoppedForShutdown(error)) return await job.giveBack(true);
       // Its wait was ended by the lock service's drain (LockServiceClosedError) before `left` won the race: not run either.
       if (jobRun.leftBeforeLock) return await job.giveBack(false);

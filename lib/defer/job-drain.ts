@@ -1,6 +1,7 @@
 import type { Lock } from '../core/lock';
 import { LockLostError } from '../errors/lock-lost.error';
 import { IdleWait } from '../time/idle-wait';
+import { causedByShutdown } from './shutdown-cause';
 
 /**
  * One job's run on this instance's worker: it waits for its lock, then runs the method under it. When the
@@ -41,14 +42,21 @@ export class JobRun {
   }
 
   /**
-   * Whether the method stopped on the shutdown notice: it threw its lock's shutdown reason, as is
-   * (`signal.throwIfAborted()`, an abortable call given the signal) or as the `cause` of another error
-   * (the AbortError of `timers/promises`). Such a run was cut short, not failed: the job goes back to
-   * the queue like one whose worker stopped, with no attempt used.
+   * Whether the method stopped because this instance is shutting down, not because the work failed. Either it
+   * threw its lock's shutdown reason, as is (`signal.throwIfAborted()`, an abortable call given the signal) or
+   * as the `cause` of another error (the AbortError of `timers/promises`); or, once the worker drains, it
+   * ended with an error the shutdown caused (shutdown-cause.ts): a nested `@Locked` call refused with
+   * `LockServiceClosedError` because the lock service's drain began, another held lock's shutdown notice,
+   * each as is or as a `cause`. The work could not go on here only because this instance is stopping; on
+   * another it would. Such a run was cut short, not failed: the job goes back to the queue like one whose
+   * worker stopped, with no attempt used. Only a run that entered its lock: one ended while still waiting
+   * for it did not run, and counted no run to take back (see leftBeforeLock).
    */
   stoppedForShutdown(error: unknown): boolean {
-    const signal = this.lock?.signal;
-    const reason: unknown = signal?.aborted ? signal.reason : undefined;
+    if (!this.lock) return false;
+    if (this.drain.draining && causedByShutdown(error)) return true;
+    const signal = this.lock.signal;
+    const reason: unknown = signal.aborted ? signal.reason : undefined;
     if (!(reason instanceof LockLostError) || reason.reason !== 'shutdown') return false;
     // Not `instanceof Error`: Node's own AbortError may come from another realm (a test runner's vm).
     return error === reason || (typeof error === 'object' && error !== null && (error as { cause?: unknown }).cause === reason);

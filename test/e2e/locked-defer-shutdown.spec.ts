@@ -40,6 +40,8 @@ class Slow {
 let failsOnceRuns = 0;
 /** Runs of `Reindex.abortable` so far: only the first works until told to stop. */
 let abortableRuns = 0;
+/** Runs of `Reindex.nested` so far: only the first waits for the shutdown. */
+let nestedRuns = 0;
 /** Runs of `Reindex.stubborn` so far: only the first ignores the shutdown. */
 let stubbornRuns = 0;
 /** How long the first `stubborn` run goes on, whatever it is told. */
@@ -85,6 +87,35 @@ class Reindex {
     else await new Promise<void>((resolve) => lock.signal.addEventListener('abort', () => resolve(), { once: true }));
     lock.signal.throwIfAborted();
     return id;
+  }
+
+  /**
+   * Its first run goes on when told to stop and then, as real code does, takes a lock on another key (a nested
+   * `@Locked`), which the shutdown refuses: it lets that error out as is, wrapped in its own error (`cause`), or
+   * fails of its own ('own error': the work's own failure, which the shutdown does not excuse). Later runs do
+   * the nested call at once.
+   */
+  @Locked('reindex:<0>', { onBusy: 'defer' })
+  async nested(id: string, how: 'as is' | 'wrapped' | 'own error'): Promise<string | Deferred> {
+    const lock = currentLock()!;
+    events.push(`start ${id}`);
+    if (nestedRuns++ === 0) {
+      await new Promise<void>((resolve) => lock.signal.addEventListener('abort', () => resolve(), { once: true }));
+      await sleep(50); // some work after the notice, then the nested call
+      if (how === 'own error') throw new Error('the export file is corrupt');
+    }
+    try {
+      await this.reserveStock(id);
+    } catch (error) {
+      events.push(`refused ${id} (${(error as Error).name})`);
+      throw how === 'wrapped' ? new Error(`reindex ${id} failed`, { cause: error }) : error;
+    }
+    return id;
+  }
+
+  @Locked('stock:<0>')
+  async reserveStock(id: string): Promise<void> {
+    events.push(`stock ${id}`);
   }
 
   /** Throws on its first run, returns on the next. */
@@ -327,6 +358,40 @@ describe("onBusy 'defer': app.close() is bounded by shutdownTimeout while deferr
     },
     40_000,
   );
+
+  it.each(['as is', 'wrapped'] as const)(
+    'a job whose nested lock call is refused by the shutdown (LockServiceClosedError, %s) goes back to the queue with no attempt used, and another instance runs it (attempts: 1)',
+    async (how) => {
+      nestedRuns = 0;
+      const id = `n-${how.replace(' ', '-')}`;
+      const a = await instance(true, 5_000, 1);
+      const jobId = await deferred(a.locks, `reindex:${id}`, () => a.reindex.nested(id, how));
+      expect(await pollUntil(() => events.includes(`start ${id}`), 10_000, 5)).toBe(true);
+      const took = await timeClose(a.app, 8_000);
+      expect(took).toBeLessThan(SHUTDOWN_TIMEOUT);
+      expect(events).toContain(`refused ${id} (LockServiceClosedError)`);
+      const job = (await queue!.getJob(jobId))!;
+      // Before: failed for good (attempts: 1), 'LockServiceClosedError: … lock "stock:…" was not acquired', never run again.
+      expect(['waiting', 'delayed']).toContain(await job.getState());
+      expect(job.attemptsMade).toBe(0);
+
+      await instance(true, 5_000, 1); // the same attempts: the stopped run used none of them
+      expect(await pollUntil(async () => (await queue!.getJobState(jobId)) === 'completed', 15_000, 25)).toBe(true);
+      expect(events.filter((e) => e === `stock ${id}`)).toHaveLength(1);
+    },
+    40_000,
+  );
+
+  it('a job that fails of its own during the shutdown uses its attempt as any failure does: the shutdown excuses only what it caused (attempts: 1)', async () => {
+    nestedRuns = 0;
+    const a = await instance(true, 5_000, 1);
+    const jobId = await deferred(a.locks, 'reindex:n-own', () => a.reindex.nested('n-own', 'own error'));
+    expect(await pollUntil(() => events.includes('start n-own'), 10_000, 5)).toBe(true);
+    expect(await timeClose(a.app, 8_000)).toBeLessThan(SHUTDOWN_TIMEOUT);
+    const job = (await queue!.getJob(jobId))!;
+    expect(await job.getState()).toBe('failed');
+    expect(job.failedReason).toBe('Error: the export file is corrupt');
+  }, 30_000);
 
   it("a job failed for good and retried by hand (a dashboard's job.retry()) runs again (attempts: 1)", async () => {
     failsOnceRuns = 0;
