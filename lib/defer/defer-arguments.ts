@@ -1,5 +1,6 @@
 import { describeThrown } from '../errors/thrown-value';
 import { DeferArgumentError } from '../errors/defer-argument.error';
+import { assertStorableSize, MAX_DEFERRED_ARGUMENT_DEPTH } from './defer-argument-limits';
 
 /** Arguments as stored in a job: JSON-safe values, and which top-level arguments were `undefined` (JSON would make them null). */
 export interface EncodedArguments {
@@ -8,19 +9,23 @@ export interface EncodedArguments {
 }
 
 /**
- * Checks that every argument survives JSON unchanged and encodes them; throws DeferArgumentError naming the
- * first that does not. Accepted: null, booleans, strings, finite numbers but -0, arrays without holes or
- * extra properties, plain objects (prototype Object.prototype or null) without non-enumerable properties.
- * An `undefined` property of an object is dropped (as JSON does); an `undefined` top-level argument is
- * restored; `undefined` inside an array is refused (it would arrive as null).
+ * Checks that every argument survives JSON unchanged and fits in a job, and encodes them; throws
+ * DeferArgumentError naming the first that does not. Accepted: null, booleans, strings, finite numbers,
+ * arrays without holes or extra properties, plain objects (prototype Object.prototype or null) without
+ * non-enumerable properties, nested at most MAX_DEFERRED_ARGUMENT_DEPTH levels, MAX_DEFERRED_ARGUMENTS_BYTES
+ * of JSON in all. An `undefined` property of an object is dropped (as JSON does); an `undefined` top-level
+ * argument is restored; `undefined` inside an array is refused (it would arrive as null).
  */
 export function encodeDeferredArguments(args: readonly unknown[], where: string): EncodedArguments {
   const undefinedArgs: number[] = [];
   args.forEach((arg, i) => {
+    const root = `args[${i}]`;
     if (arg === undefined) undefinedArgs.push(i);
-    else assertReadable(() => assertJsonSafe(arg, `args[${i}]`, new Set(), where), `args[${i}]`, where);
+    else assertReadable(() => assertJsonSafe(arg, root, 1, { where, root, ancestors: new Set() }), root, where);
   });
-  return { args: args.map((a) => (a === undefined ? null : a)), undefinedArgs };
+  const encoded = args.map((a) => (a === undefined ? null : a));
+  assertReadable(() => assertStorableSize(encoded, where), 'args', where);
+  return { args: encoded, undefinedArgs };
 }
 
 /**
@@ -43,7 +48,16 @@ export function decodeDeferredArguments(encoded: EncodedArguments): unknown[] {
   return args;
 }
 
-function assertJsonSafe(value: unknown, path: string, ancestors: Set<object>, where: string): void {
+/** One argument's walk: the call, the argument's own path (`args[1]`), the objects above the current value. */
+interface ArgumentWalk {
+  readonly where: string;
+  readonly root: string;
+  readonly ancestors: Set<object>;
+}
+
+/** `depth`: how many objects and arrays hold `value`, itself included if it is one (a top-level object is 1). */
+function assertJsonSafe(value: unknown, path: string, depth: number, walk: ArgumentWalk): void {
+  const { where, ancestors } = walk;
   const failAt = (at: string, problem: string): never => {
     throw new DeferArgumentError(where, at, problem);
   };
@@ -54,7 +68,8 @@ function assertJsonSafe(value: unknown, path: string, ancestors: Set<object>, wh
       return;
     case 'number':
       if (!Number.isFinite(value)) fail(`${value} (JSON has no NaN or Infinity)`);
-      if (Object.is(value, -0)) fail('-0 (it would arrive as 0; pass 0)');
+      // -0 is accepted and arrives as 0: JSON writes it so. Only Object.is tells them apart, and a request body
+      // carries it (JSON.parse('-0') is -0): refused, a client's `"amount": -0` made the call fail.
       return;
     case 'undefined':
       fail('undefined inside an array (it would arrive as null)');
@@ -72,6 +87,16 @@ function assertJsonSafe(value: unknown, path: string, ancestors: Set<object>, wh
   if (value === null) return;
   const object = value as object;
   if (ancestors.has(object)) fail('a circular reference');
+  // Before going deeper: a value nested deeper than a job can be written and read back is refused by its
+  // argument (the path down to it would be as long as the nesting), and this walk's recursion stays bounded.
+  if (depth > MAX_DEFERRED_ARGUMENT_DEPTH) {
+    throw new DeferArgumentError(
+      where,
+      walk.root,
+      `nested more than ${MAX_DEFERRED_ARGUMENT_DEPTH} levels deep (objects and arrays inside one another), deeper than a job can hold`,
+      'depth',
+    );
+  }
   const prototype: unknown = Object.getPrototypeOf(object);
   if (Array.isArray(object)) {
     if (prototype !== Array.prototype) fail('an array subclass');
@@ -84,10 +109,10 @@ function assertJsonSafe(value: unknown, path: string, ancestors: Set<object>, wh
   ancestors.add(object);
   if (Array.isArray(object)) {
     // A for loop, not forEach: forEach skips holes.
-    for (let i = 0; i < object.length; i++) assertJsonSafe(object[i], `${path}[${i}]`, ancestors, where);
+    for (let i = 0; i < object.length; i++) assertJsonSafe(object[i], `${path}[${i}]`, depth + 1, walk);
   } else {
     for (const [key, item] of Object.entries(object)) {
-      if (item !== undefined) assertJsonSafe(item, `${path}.${key}`, ancestors, where);
+      if (item !== undefined) assertJsonSafe(item, `${path}.${key}`, depth + 1, walk);
     }
   }
   ancestors.delete(object);

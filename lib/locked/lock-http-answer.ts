@@ -1,4 +1,5 @@
 import { BadRequestException, ConflictException, HttpException, ServiceUnavailableException } from '@nestjs/common';
+import { DeferArgumentError } from '../errors/defer-argument.error';
 import { LockBusyError } from '../errors/lock-busy.error';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import { LockKeyError } from '../errors/lock-key.error';
@@ -6,8 +7,9 @@ import { LockLostError } from '../errors/lock-lost.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { lockNameOf } from './lock-error-names';
-import { isRequestKeyError } from './request-key-errors';
+import { isRequestArgumentError, isRequestKeyError } from './request-key-errors';
 import { isAclRefusal } from '../errors/acl-refusal-mark';
+import { MAX_DEFERRED_ARGUMENT_DEPTH, MAX_DEFERRED_ARGUMENTS_BYTES } from '../defer/defer-argument-limits';
 
 /**
  * `Retry-After` of every lock answer, in seconds. Not the holder's remaining lease: the watchdog
@@ -47,6 +49,7 @@ export function lockHttpAnswer(error: unknown): LockHttpAnswer | undefined {
     return { exception: new ConflictException(body, { cause: error }), retryAfterSeconds: LOCK_RETRY_AFTER_SECONDS };
   }
   if (error instanceof LockKeyError) return isRequestKeyError(error) ? invalidKey(error) : undefined;
+  if (error instanceof DeferArgumentError) return isRequestArgumentError(error) ? invalidArguments(error) : undefined;
   if (error instanceof LockServiceClosedError) return unavailable('This instance is shutting down; retry on another.', 'acquire', error);
   // A refusal by the store's ACL is no outage: every retry, on every instance, meets it until an operator grants the
   // permission. Told "retry later" (503, Retry-After), clients retried for ever and nothing was logged (Nest logs no
@@ -125,6 +128,30 @@ function invalidKey(error: LockKeyError): LockHttpAnswer {
     message: `The key of ${lock} cannot be made from this request: a value it is built from is missing, empty, too long or not a valid key part (a string or a number).`,
     ...(name === undefined ? {} : { resource: name }),
     reason: 'invalid-key',
+  };
+  return { exception: new BadRequestException(body, { cause: error }) };
+}
+
+/**
+ * 400: the arguments of the route handler's own deferring `@Locked` (the request's input) are over a limit of a
+ * job: nested too deep, or too large (see isRequestArgumentError). JSON a client may send, refused for the job
+ * only; before, a logged 500 any client could cause. As for invalidKey: not logged, no `Retry-After` (the same
+ * request fails again), and the message names the problem and the lock's template, never a value or a path
+ * (its property names are the client's).
+ */
+function invalidArguments(error: DeferArgumentError): LockHttpAnswer {
+  const name = lockNameOf(error);
+  const under = name === undefined ? '' : ` under the lock "${name}"`;
+  const problem =
+    error.limit === 'depth'
+      ? `it is nested more than ${MAX_DEFERRED_ARGUMENT_DEPTH} levels deep (objects and arrays inside one another)`
+      : `it takes more than ${MAX_DEFERRED_ARGUMENTS_BYTES} bytes (64 MiB) as JSON`;
+  const body = {
+    statusCode: 400,
+    error: 'Bad Request',
+    message: `This request's input cannot be deferred${under}: ${problem}.`,
+    ...(name === undefined ? {} : { resource: name }),
+    reason: error.limit === 'depth' ? 'arguments-too-deep' : 'arguments-too-large',
   };
   return { exception: new BadRequestException(body, { cause: error }) };
 }

@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Injectable } from '@nestjs/common';
 import { BaseExceptionFilter, HttpAdapterHost } from '@nestjs/core';
+import { DeferArgumentError } from '../errors/defer-argument.error';
 import { LockBusyError } from '../errors/lock-busy.error';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import { LockKeyError } from '../errors/lock-key.error';
@@ -21,7 +22,7 @@ import { lockHttpAnswer, setResponseHeader } from './lock-http-answer';
  * Outside HTTP (microservices, WebSockets) the filter steps aside: the client gets Nest's own default
  * answer, as without the filter, never the lock error (see `leaveToNestOutsideHttp`).
  */
-@Catch(LockBusyError, LockTimeoutError, LockConnectionError, LockServiceClosedError, LockKeyError)
+@Catch(LockBusyError, LockTimeoutError, LockConnectionError, LockServiceClosedError, LockKeyError, DeferArgumentError)
 @Injectable()
 export class LockHttpErrorsFilter implements ExceptionFilter {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
@@ -29,8 +30,8 @@ export class LockHttpErrorsFilter implements ExceptionFilter {
   catch(error: unknown, host: ArgumentsHost): unknown {
     if (host.getType() !== 'http') return leaveToNestOutsideHttp(error, host);
     const answer = lockHttpAnswer(error);
-    // A LockKeyError that is not the request's fault (see isRequestKeyError): a server bug, answered and
-    // logged as Nest answers any unknown error (500).
+    // A LockKeyError or DeferArgumentError that is not the request's fault (see request-key-errors.ts): a
+    // server bug, answered and logged as Nest answers any unknown error (500).
     if (!answer) return new BaseExceptionFilter(this.adapterHost.httpAdapter).catch(error, host);
     const response: unknown = host.switchToHttp().getResponse();
     if (answer.retryAfterSeconds !== undefined) setResponseHeader(response, 'Retry-After', String(answer.retryAfterSeconds));

@@ -9,7 +9,8 @@ import { lockHttpAnswer, pinResponseStatus, setResponseHeader } from './lock-htt
  * `httpErrors: false`. In HTTP handlers only, turns `LockBusyError`/`LockTimeoutError` into 409 Conflict and
  * `LockConnectionError` (or a service that is shutting down, `LockServiceClosedError`: another
  * instance can serve the retry) into 503, both with `Retry-After`, and `LockKeyError` (no valid key
- * could be made from the request) into 400 Bad Request; each with a JSON body naming the lock by its
+ * could be made from the request) or `DeferArgumentError` (the request's input nested too deep or too large
+ * to defer) into 400 Bad Request; each with a JSON body naming the lock by its
  * template, never by its key. It converts to standard `HttpException`s (original error as `cause`)
  * instead of answering itself, so the application's own exception filters still see and format
  * them, on Express and Fastify alike. It locks nothing: the lock is the `@Locked` wrapper's alone.

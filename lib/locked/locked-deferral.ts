@@ -2,12 +2,15 @@ import { encodeDeferredArguments } from '../defer/defer-arguments';
 import { deferQueueOf } from '../defer/defer-queue';
 import { deferTargetOf } from '../defer/defer-target';
 import type { DeferredMethod } from '../defer/deferred-methods';
+import { DeferArgumentError } from '../errors/defer-argument.error';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import type { WithLockOptions } from '../options/lock-options.interface';
 import { invokeOriginal, nameOwnBusyError, resolveCallKeys, type LockedMethod } from './locked-invocation';
 import { lockServiceOf } from './lock-service-of';
+import { nameLockError } from './lock-error-names';
+import { markArgumentErrorSource } from './request-key-errors';
 
 /** The fail-fast fallback of a deferring call: only this call's own busy key resolves to it. */
 const BUSY = Symbol('busy');
@@ -26,7 +29,16 @@ export async function invokeDeferring(m: LockedMethod, d: DeferredMethod, self: 
     );
   }
   // Everything a deferral needs is checked before the lock is tried: the answer must not depend on contention.
-  encodeDeferredArguments(args, m.where);
+  try {
+    encodeDeferredArguments(args, m.where);
+  } catch (error) {
+    // Named and marked like a LockKeyError of its keys: for a route handler, its arguments are the request's input.
+    if (error instanceof DeferArgumentError) {
+      nameLockError(error, m.keys.name);
+      markArgumentErrorSource(error, m.keys);
+    }
+    throw error;
+  }
   const deferKey = d.deferKey === undefined ? undefined : resolveCallKeys(d.deferKey, self, args);
   const keys = resolveCallKeys(m.keys, self, args);
   const options: WithLockOptions<typeof BUSY> =

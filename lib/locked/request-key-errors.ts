@@ -1,3 +1,4 @@
+import type { DeferArgumentError } from '../errors/defer-argument.error';
 import type { LockKeyError } from '../errors/lock-key.error';
 
 /**
@@ -8,7 +9,7 @@ const ROUTE_PATH_METADATA = 'path';
 
 /** The `@Locked` method (its wrapper, the function Nest routes to) each compiled key source belongs to. */
 const methodOfKeySource = new WeakMap<object, object>();
-/** The key source whose resolution threw a LockKeyError. */
+/** The key source whose resolution threw a LockKeyError, or of the method whose arguments a DeferArgumentError refused. */
 const keySourceOfError = new WeakMap<object, object>();
 
 /** At decoration: `source` (the keys or deferKey of a `@Locked` method) resolves for `method`. */
@@ -28,6 +29,25 @@ export function markKeyErrorSource(error: LockKeyError, source: object): void {
  * that must stay a 500 and be logged, not be blamed on the client.
  */
 export function isRequestKeyError(error: LockKeyError): boolean {
+  return isOfRouteHandler(error);
+}
+
+/** At call time: `error` refused the arguments of the `@Locked` method whose keys `source` makes. */
+export function markArgumentErrorSource(error: DeferArgumentError, source: object): void {
+  if (!keySourceOfError.has(error)) keySourceOfError.set(error, source);
+}
+
+/**
+ * Whether a DeferArgumentError is the request's fault: it refused the arguments of a route handler's own
+ * deferring `@Locked` (the request's input), for a limit any input can exceed (`limit`: nested too deep, too
+ * large). A value JSON cannot carry (a DTO class instance a pipe made, the request object, a Date) never comes
+ * from a client's JSON: it is the code's doing, a server bug, as is any DeferArgumentError of a service's method.
+ */
+export function isRequestArgumentError(error: DeferArgumentError): boolean {
+  return error.limit !== undefined && isOfRouteHandler(error);
+}
+
+function isOfRouteHandler(error: object): boolean {
   const source = keySourceOfError.get(error);
   const method = source && methodOfKeySource.get(source);
   return method !== undefined && Reflect.getMetadata(ROUTE_PATH_METADATA, method) !== undefined;

@@ -3,20 +3,65 @@
  * a busy key answers 202 Accepted with the job id at once, the job runs the handler later under the same
  * lock and its result is the job's return value; a free key answers with the handler's own status and result.
  * The 202 is not an error mapping: `httpErrors: false` (lock errors left to the application's filters) keeps it.
+ * A request body over a limit of a job (nested too deep, too large) answers 400, not logged, naming neither
+ * a value nor a property of it; a DeferArgumentError the code caused (a service's arguments, a pipe's Date)
+ * stays a logged 500.
  */
-import { Body, Controller, HttpCode, INestApplication, Param, Post } from '@nestjs/common';
+import { Body, Controller, HttpCode, INestApplication, Injectable, Param, PipeTransform, Post } from '@nestjs/common';
 import { Module } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { Queue } from 'bullmq';
 import request from 'supertest';
 import '../harness/quiet-logs';
-import { Deferred, DistributedLockModule, LockService, Locked, currentLock } from '../../lib';
+import { Deferred, DistributedLockModule, LockHttpErrorsFilter, LockService, Locked, currentLock } from '../../lib';
+import { ErrorLog } from '../harness/error-log';
 import { RedisProcess } from '../harness/redis-process';
 import { pollUntil } from '../unit/core-helpers';
 
+/** A service's deferring method, called by a handler with the request's body. */
+@Injectable()
+class Seating {
+  @Locked('seat:<0.seat>', { onBusy: 'defer' })
+  async book(body: { seat: string }): Promise<{ seat: string } | Deferred> {
+    return { seat: body.seat };
+  }
+}
+
+/** A pipe that makes a Date of the body's `at`: a value JSON cannot carry, made by the code, not sent by the client. */
+class ToDate implements PipeTransform {
+  transform(value: string): Date {
+    return new Date(value);
+  }
+}
+
+/** A property name that must never reach a client: it is in the bodies refused below. */
+const SECRET_PROPERTY = 'alice@example.com';
+
+/** A JSON body whose `SECRET_PROPERTY` nests `levels` objects. */
+const nestedBody = (seat: string, levels: number) =>
+  `{"seat":"${seat}","${SECRET_PROPERTY}":${'{"c":'.repeat(levels - 1)}{"leaf":1}${'}'.repeat(levels - 1)}}`;
+
+/** Big enough for the size limit of a job (64 MiB of arguments): the platforms' own limits are far lower by default. */
+const BODY_LIMIT = 80 * 1024 * 1024;
+
 @Controller('seats')
 class SeatsController {
+  constructor(private readonly seating: Seating) {}
+
+  @Post('via-service')
+  viaService(@Body() body: { seat: string }): Promise<{ seat: string } | Deferred> {
+    return this.seating.book(body);
+  }
+
+  @Post('dated/:seat')
+  @Locked('seat:<0>', { onBusy: 'defer' })
+  async bookDated(@Param('seat') seat: string, @Body('at', ToDate) _at: Date): Promise<{ seat: string } | Deferred> {
+    return { seat };
+  }
+
   /** `@Locked` on the handler itself: the worker runs this controller method (a singleton) later. */
   @Post(':seat/:user')
   @HttpCode(201)
@@ -40,19 +85,22 @@ describe.each<Platform>(['fastify', 'express'])('a deferring @Locked handler on 
   let locks: LockService;
   let queue: Queue;
   const queueName = `defer-http-${platform}`;
+  const logged = new ErrorLog();
 
   beforeAll(async () => {
     redis = await RedisProcess.start();
     @Module({
       imports: [DistributedLockModule.forRoot({ redis: redis.url, keyPrefix: 'defer-http:', defer: { queueName } })],
       controllers: [SeatsController],
+      providers: [Seating],
     })
     class AppModule {}
     const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-    app =
-      platform === 'fastify'
-        ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false })
-        : moduleRef.createNestApplication({ logger: false });
+    if (platform === 'fastify') {
+      app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter({ bodyLimit: BODY_LIMIT }), { logger: logged });
+    } else {
+      app = moduleRef.createNestApplication<NestExpressApplication>({ logger: logged }).useBodyParser('json', { limit: BODY_LIMIT });
+    }
     await app.init();
     if (platform === 'fastify') await (app as NestFastifyApplication).getHttpAdapter().getInstance().ready();
     locks = app.get(LockService);
@@ -99,6 +147,65 @@ describe.each<Platform>(['fastify', 'express'])('a deferring @Locked handler on 
     expect(res.text).not.toContain('$gt');
     expect(await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed')).toEqual(before);
   });
+
+  it('a body with -0 (valid JSON) is deferred on a busy key and served on a free one', async () => {
+    // Before: a logged 500 either way (DeferArgumentError "-0").
+    const body = '{"seat":"21B","amount":-0}';
+    const held = await locks.acquire('seat:21B', { name: 'seat:<0>' });
+    const busy = await request(app.getHttpServer()).post('/seats').set('content-type', 'application/json').send(body);
+    await held.release();
+    expect(busy.status).toBe(202);
+    const job = (await queue.getJob((busy.body as { jobId: string }).jobId))!;
+    expect(job.data.args[0]).toEqual({ seat: '21B', amount: 0 });
+    const free = await request(app.getHttpServer()).post('/seats').set('content-type', 'application/json').send(body);
+    expect(free.status).toBe(201);
+  });
+
+  it.each([
+    [
+      'nested 4000 levels deep',
+      () => nestedBody('22C', 4000),
+      'arguments-too-deep',
+      'it is nested more than 1000 levels deep (objects and arrays inside one another)',
+    ],
+    [
+      'of 65 MiB',
+      () => `{"seat":"22C","${SECRET_PROPERTY}":"${'x'.repeat(65 * 1024 * 1024)}"}`,
+      'arguments-too-large',
+      'it takes more than 67108864 bytes (64 MiB) as JSON',
+    ],
+  ])(
+    'a body %s: 400 naming the problem and the template, never the body; no Retry-After, nothing logged, nothing enqueued',
+    async (_what, body, reason, problem) => {
+      const before = await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed');
+      logged.errors.length = 0;
+      // Before: a logged 500 (the nesting: a stack overflow read as "a value that threw when read"); the 65 MiB
+      // body was served, or enqueued on a busy key.
+      const res = await request(app.getHttpServer()).post('/seats').set('content-type', 'application/json').send(body());
+      expect(res.body).toEqual({
+        statusCode: 400,
+        error: 'Bad Request',
+        message: `This request's input cannot be deferred under the lock "seat:<0.seat>": ${problem}.`,
+        resource: 'seat:<0.seat>',
+        reason,
+      });
+      expect(res.headers['retry-after']).toBeUndefined();
+      expect(JSON.stringify(res.headers) + res.text).not.toContain(SECRET_PROPERTY);
+      expect(logged.errors).toEqual([]);
+      expect(await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed')).toEqual(before);
+    },
+    30_000,
+  );
+
+  it.each([
+    ["a service's arguments refused (the same deep body, passed on by the handler)", '/seats/via-service', nestedBody('23D', 4000)],
+    ["the handler's own arguments holding a value the code made (a pipe's Date)", '/seats/dated/23D', '{"at":"2026-01-01T00:00:00Z"}'],
+  ])('%s: a server bug, not the request: 500 and logged', async (_what, path, body) => {
+    logged.errors.length = 0;
+    const res = await request(app.getHttpServer()).post(path).set('content-type', 'application/json').send(body);
+    expect(res.status).toBe(500);
+    expect(logged.errors).toHaveLength(1);
+  });
 });
 
 describe('a deferring @Locked handler with httpErrors: false', () => {
@@ -106,16 +213,24 @@ describe('a deferring @Locked handler with httpErrors: false', () => {
   let app: INestApplication;
   const queueName = 'defer-http-errors-off';
 
-  beforeAll(async () => {
-    redis = await RedisProcess.start();
+  /** An application with lock errors left to its filters; with `lockFilter`, LockHttpErrorsFilter is one. */
+  async function createApp(lockFilter = false): Promise<INestApplication> {
     @Module({
       imports: [DistributedLockModule.forRoot({ redis: redis.url, keyPrefix: 'defer-http-off:', httpErrors: false, defer: { queueName } })],
       controllers: [SeatsController],
+      providers: [Seating],
     })
     class AppModule {}
     const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
+    const made = moduleRef.createNestApplication({ logger: false });
+    if (lockFilter) made.useGlobalFilters(new LockHttpErrorsFilter(made.get(HttpAdapterHost)));
+    await made.init();
+    return made;
+  }
+
+  beforeAll(async () => {
+    redis = await RedisProcess.start();
+    app = await createApp();
   });
   afterAll(async () => {
     await app?.close();
@@ -137,5 +252,19 @@ describe('a deferring @Locked handler with httpErrors: false', () => {
       .post('/seats')
       .send({ seat: { $gt: '' } });
     expect(bad.status).toBe(500);
+  });
+
+  it('LockHttpErrorsFilter answers a body nested too deep 400, as the interceptor does', async () => {
+    const filtered = await createApp(true);
+    try {
+      // Before: not caught by the filter, Nest's 500.
+      const res = await request(filtered.getHttpServer()).post('/seats').set('content-type', 'application/json').send(nestedBody('9G', 4000));
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ statusCode: 400, resource: 'seat:<0.seat>', reason: 'arguments-too-deep' });
+      expect(res.headers['retry-after']).toBeUndefined();
+      expect(res.text).not.toContain(SECRET_PROPERTY);
+    } finally {
+      await filtered.close();
+    }
   });
 });

@@ -294,7 +294,6 @@ describe("@Locked onBusy 'defer' (BullMQ)", () => {
       [[1, , 3], /args\[1\]\[1\] is a hole in a sparse array \(it would arrive as null/],
       [{ seats: new Array(2) }, /args\[1\]\.seats\[0\] is a hole in a sparse array/],
       [Object.assign(['a'], { total: 5 }), /args\[1\]\.total is a property of an array that is not an index/],
-      [{ delta: -0 }, /args\[1\]\.delta is -0 \(it would arrive as 0/],
       [Object.defineProperty({ a: 1 }, 'toJSON', { value: () => 'replaced' }), /args\[1\]\.toJSON is a non-enumerable property.*toJSON/],
       [Object.defineProperty({ a: 1 }, 'secret', { value: 2 }), /args\[1\]\.secret is a non-enumerable property/],
     ];
@@ -313,6 +312,54 @@ describe("@Locked onBusy 'defer' (BullMQ)", () => {
     await expect(claims.takes('x', { a: [1, 'b', null, { c: true }], gone: undefined })).resolves.toBeInstanceOf(Deferred);
     await held2.release();
   });
+
+  it('-0 is accepted and stored as 0 (JSON writes it so; a request body carries it as -0)', async () => {
+    const [{ claims, locks }] = await startApps(1);
+    const held = await locks.acquire('anything:z');
+    // Before: DeferArgumentError "args[1].delta is -0".
+    const answer = await claims.takes('z', { delta: -0 });
+    await held.release();
+    expect(answer).toBeInstanceOf(Deferred);
+    const job = (await queue!.getJob((answer as Deferred).jobId))!;
+    expect(Object.is((job.data.args[1] as { delta: number }).delta, 0)).toBe(true);
+  });
+
+  it('arguments over a limit of a job: nested more than 1000 levels, or more than 64 MiB of JSON (a 600 MB one too): DeferArgumentError naming the limit, busy key or free, nothing enqueued', async () => {
+    const [{ claims, locks }] = await startApps(1);
+    const nested = (levels: number): unknown => {
+      let value: unknown = { leaf: 1 };
+      for (let i = 1; i < levels; i++) value = i % 2 ? [value] : { c: value };
+      return value;
+    };
+    const chunk = 'x'.repeat(1024 * 1024);
+    const mebibytes = (n: number) => ({ data: Array.from({ length: n }, () => chunk) });
+    const refused: [string, () => unknown, 'depth' | 'size', RegExp][] = [
+      // Before: accepted (1001 levels), and a stack overflow read as "a value that threw when read" (5000).
+      ['1001 levels', () => nested(1001), 'depth', /args\[1\] is nested more than 1000 levels deep/],
+      ['5000 levels', () => nested(5000), 'depth', /args\[1\] is nested more than 1000 levels deep/],
+      // Before: enqueued (65 MiB), and a LockConnectionError "Check that Redis is reachable, and retry" (600 MB).
+      ['65 MiB', () => mebibytes(65), 'size', /args is 68157\d{3} bytes as JSON, more than one job may store \(at most 67108864 bytes, 64 MiB\)/],
+      ['600 MB', () => mebibytes(600), 'size', /args is longer as JSON than a JavaScript string can hold \(RangeError: Invalid string length\)/],
+    ];
+    for (const [what, payload, limit, message] of refused) {
+      // The 600 MB one with the key busy only, the case that reached the enqueue: each try builds half a gigabyte.
+      for (const busy of what === '600 MB' ? [true] : [true, false]) {
+        const held = busy ? await locks.acquire('anything:x') : undefined;
+        const error = await claims.takes('x', payload()).catch((e: unknown) => e);
+        await held?.release();
+        expect([what, busy, error]).toEqual([what, busy, expect.any(DeferArgumentError)]);
+        expect((error as DeferArgumentError).limit).toBe(limit);
+        expect((error as Error).message).toMatch(message);
+      }
+    }
+    const c = await counts();
+    expect(c.waiting + c.delayed + c.active + c.completed + c.failed).toBe(0);
+    // Up to the limits, a call is deferred.
+    const held = await locks.acquire('anything:x');
+    await expect(claims.takes('x', nested(1000))).resolves.toBeInstanceOf(Deferred);
+    await expect(claims.takes('x', mebibytes(63))).resolves.toBeInstanceOf(Deferred);
+    await held.release();
+  }, 60_000);
 
   it('deferKey: repeated defers of one logical call are one job, another request id another job', async () => {
     const [{ claims, locks }] = await startApps(1);
