@@ -142,10 +142,12 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       const instance: unknown = wrapper.instance;
       if (instance === null || typeof instance !== 'object') continue;
-      const service = (instance as Record<symbol, unknown>)[LOCK_SERVICE_REF];
-      if (service !== undefined && service !== this.locks) continue;
       const methods = deferredMethodsOf(instance);
       if (methods.length === 0) continue;
+      // Read only on classes with deferring methods: another library's proxy provider (nestjs-cls) throws on any
+      // property read outside its context.
+      const service = (instance as Record<symbol, unknown>)[LOCK_SERVICE_REF];
+      if (service !== undefined && service !== this.locks) continue;
       if (!isSingleton(wrapper)) {
         throw new DistributedLockError(
           `${methods[0].where}: onBusy 'defer' needs a singleton provider (the worker runs the job outside any request); ` +
