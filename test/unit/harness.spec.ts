@@ -443,8 +443,11 @@ describe('TimerLateness', () => {
     const afterEnd = performance.now();
     lateness.stop();
     expect(lateness.stalledMs(blockStart - 5, blockEnd + 5)).toBeGreaterThanOrEqual(290);
-    // A window that starts after the block: the block held it up not at all (counted whole it read 304.5 ms).
-    expect(lateness.stalledMs(afterStart, afterEnd)).toBeLessThan(50);
+    // A window that starts after the block: the block held it up not at all (counted whole it read 304.5 ms). The
+    // window's own lateness on a loaded machine (its 100 ms timer came late: 90 ms once beside the other test lane) is
+    // a real stall inside it, and counts.
+    const windowLate = Math.max(0, afterEnd - afterStart - 100);
+    expect(lateness.stalledMs(afterStart, afterEnd)).toBeLessThan(50 + windowLate);
     // Half of the block inside the window: about half counted.
     const half = lateness.stalledMs(blockStart + 150, afterEnd);
     expect(half).toBeGreaterThanOrEqual(140);
