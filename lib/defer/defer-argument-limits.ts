@@ -13,12 +13,21 @@ export const MAX_DEFERRED_ARGUMENT_DEPTH = 1000;
  * The most JSON (UTF-8 bytes) the arguments of one call may take. A job is one Redis string, written by one
  * command and kept in Redis' memory until removed (a failed job stays): Redis refuses a bulk string over
  * `proto-max-bulk-len` (512 MB by default), V8 a string over about 512 M characters, and every copy made on the
- * way (the command, the script's copy, the worker's parse) counts. 64 MiB stays well below all of them.
+ * way (the command, the script's copy, the worker's parse) counts. And the enqueue must be written within
+ * commandTimeout: 63 MiB took over 2 s on a loaded 2-core machine, a LockConnectionError whose job may or may not
+ * have been stored. 16 MiB stays well below all of them, and is more than a call's arguments need.
  */
-export const MAX_DEFERRED_ARGUMENTS_BYTES = 64 * 1024 * 1024;
+export const MAX_DEFERRED_ARGUMENTS_BYTES = 16 * 1024 * 1024;
+/** MAX_DEFERRED_ARGUMENTS_BYTES as people write it. */
+export const MAX_DEFERRED_ARGUMENTS_SIZE = '16 MiB';
 
 const tooLarge = (where: string, what: string): DeferArgumentError =>
-  new DeferArgumentError(where, 'args', `${what}, more than one job may store (at most ${MAX_DEFERRED_ARGUMENTS_BYTES} bytes, 64 MiB)`, 'size');
+  new DeferArgumentError(
+    where,
+    'args',
+    `${what}, more than one job may store (at most ${MAX_DEFERRED_ARGUMENTS_BYTES} bytes, ${MAX_DEFERRED_ARGUMENTS_SIZE})`,
+    'size',
+  );
 
 /**
  * Refuses arguments whose JSON is over MAX_DEFERRED_ARGUMENTS_BYTES, or too long for a JavaScript string at

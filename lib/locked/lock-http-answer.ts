@@ -9,7 +9,7 @@ import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { lockNameOf } from './lock-error-names';
 import { isRequestArgumentError, isRequestKeyError } from './request-key-errors';
 import { isAclRefusal } from '../errors/acl-refusal-mark';
-import { MAX_DEFERRED_ARGUMENT_DEPTH, MAX_DEFERRED_ARGUMENTS_BYTES } from '../defer/defer-argument-limits';
+import { MAX_DEFERRED_ARGUMENT_DEPTH, MAX_DEFERRED_ARGUMENTS_BYTES, MAX_DEFERRED_ARGUMENTS_SIZE } from '../defer/defer-argument-limits';
 
 /**
  * `Retry-After` of every lock answer, in seconds. Not the holder's remaining lease: the watchdog
@@ -145,7 +145,7 @@ function invalidArguments(error: DeferArgumentError): LockHttpAnswer {
   const problem =
     error.limit === 'depth'
       ? `it is nested more than ${MAX_DEFERRED_ARGUMENT_DEPTH} levels deep (objects and arrays inside one another)`
-      : `it takes more than ${MAX_DEFERRED_ARGUMENTS_BYTES} bytes (64 MiB) as JSON`;
+      : `it takes more than ${MAX_DEFERRED_ARGUMENTS_BYTES} bytes (${MAX_DEFERRED_ARGUMENTS_SIZE}) as JSON`;
   const body = {
     statusCode: 400,
     error: 'Bad Request',

@@ -324,7 +324,7 @@ describe("@Locked onBusy 'defer' (BullMQ)", () => {
     expect(Object.is((job.data.args[1] as { delta: number }).delta, 0)).toBe(true);
   });
 
-  it('arguments over a limit of a job: nested more than 1000 levels, or more than 64 MiB of JSON (a 600 MB one too): DeferArgumentError naming the limit, busy key or free, nothing enqueued', async () => {
+  it('arguments over a limit of a job: nested more than 1000 levels, or more than 16 MiB of JSON (a 600 MB one too): DeferArgumentError naming the limit, busy key or free, nothing enqueued', async () => {
     const [{ claims, locks }] = await startApps(1);
     const nested = (levels: number): unknown => {
       let value: unknown = { leaf: 1 };
@@ -337,8 +337,8 @@ describe("@Locked onBusy 'defer' (BullMQ)", () => {
       // Before: accepted (1001 levels), and a stack overflow read as "a value that threw when read" (5000).
       ['1001 levels', () => nested(1001), 'depth', /args\[1\] is nested more than 1000 levels deep/],
       ['5000 levels', () => nested(5000), 'depth', /args\[1\] is nested more than 1000 levels deep/],
-      // Before: enqueued (65 MiB), and a LockConnectionError "Check that Redis is reachable, and retry" (600 MB).
-      ['65 MiB', () => mebibytes(65), 'size', /args is 68157\d{3} bytes as JSON, more than one job may store \(at most 67108864 bytes, 64 MiB\)/],
+      // Before: enqueued (17 MiB), and a LockConnectionError "Check that Redis is reachable, and retry" (600 MB).
+      ['17 MiB', () => mebibytes(17), 'size', /args is 17825\d{3} bytes as JSON, more than one job may store \(at most 16777216 bytes, 16 MiB\)/],
       ['600 MB', () => mebibytes(600), 'size', /args is longer as JSON than a JavaScript string can hold \(RangeError: Invalid string length\)/],
     ];
     for (const [what, payload, limit, message] of refused) {
@@ -357,7 +357,7 @@ describe("@Locked onBusy 'defer' (BullMQ)", () => {
     // Up to the limits, a call is deferred.
     const held = await locks.acquire('anything:x');
     await expect(claims.takes('x', nested(1000))).resolves.toBeInstanceOf(Deferred);
-    await expect(claims.takes('x', mebibytes(63))).resolves.toBeInstanceOf(Deferred);
+    await expect(claims.takes('x', mebibytes(15))).resolves.toBeInstanceOf(Deferred);
     await held.release();
   }, 60_000);
 
