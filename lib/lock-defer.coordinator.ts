@@ -66,13 +66,12 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
   async onApplicationBootstrap(): Promise<void> {
     let targets: DeferTargets;
     try {
-      this.refuseSharedQueue();
+      await this.refuseSharedQueue();
       targets = this.findTargets();
     } catch (error) {
       // Startup fails here, and Nest runs no shutdown hook after a failed init: close what the lock
       // module opened (queue, Redis connection), or the process would stay alive on them.
-      await this.queue?.close();
-      await this.locks.close();
+      await this.closeAfterFailedStartup();
       throw error;
     }
     if (targets.size > 0 && !this.queue) {
@@ -110,22 +109,31 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
     await this.queue?.close();
   }
 
+  /** What this module opened (queue, Redis connection), closed when startup fails: Nest runs no shutdown hook then. */
+  private async closeAfterFailedStartup(): Promise<void> {
+    await this.queue?.close();
+    await this.locks.close();
+  }
+
   /**
    * Two lock modules of one application (a feature module with its own, isGlobal: false) deferring on one queue: each
    * worker takes every job of the queue, and one taken by the other module's worker failed there (not its method) or,
    * before targets were filtered by module, ran under that module's LockService, beside a call holding the lock of
    * the module the method belongs to. Refused at startup, naming the queue.
    */
-  private refuseSharedQueue(): void {
+  private async refuseSharedQueue(): Promise<void> {
     const queueName = this.settings?.queueName;
     if (queueName === undefined) return;
     const sharing = this.discovery
       .getProviders()
-      .some(
-        (wrapper) =>
-          wrapper.instance instanceof LockDeferCoordinator && wrapper.instance !== this && wrapper.instance.settings?.queueName === queueName,
+      .map((wrapper) => wrapper.instance as unknown)
+      .filter(
+        (other): other is LockDeferCoordinator => other instanceof LockDeferCoordinator && other !== this && other.settings?.queueName === queueName,
       );
-    if (!sharing) return;
+    if (sharing.length === 0) return;
+    // Startup fails, and Nest runs no shutdown hook after a failed init: the other modules' queues and connections
+    // (this one's are closed by the caller) would keep the process alive.
+    await Promise.all(sharing.map((other) => other.closeAfterFailedStartup()));
     throw new DistributedLockError(
       `Two ${this.queues.moduleName} imports in this application defer on one queue, "${queueName}": a worker takes every job of ` +
         `its queue, so each module's jobs would reach the other's worker. Give each module's defer option its own queueName.`,
