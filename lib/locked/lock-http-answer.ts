@@ -122,14 +122,8 @@ export function pinResponseStatus(response: unknown, status: number): void {
 function invalidKey(error: LockKeyError): LockHttpAnswer {
   const name = lockNameOf(error);
   const lock = name === undefined ? 'a lock this request needs' : `the lock "${name}"`;
-  const body = {
-    statusCode: 400,
-    error: 'Bad Request',
-    message: `The key of ${lock} cannot be made from this request: a value it is built from is missing, empty, too long or not a valid key part (a string or a number).`,
-    ...(name === undefined ? {} : { resource: name }),
-    reason: 'invalid-key',
-  };
-  return { exception: new BadRequestException(body, { cause: error }) };
+  const message = `The key of ${lock} cannot be made from this request: a value it is built from is missing, empty, too long or not a valid key part (a string or a number).`;
+  return badRequest(message, name, 'invalid-key', error);
 }
 
 /**
@@ -146,14 +140,14 @@ function invalidArguments(error: DeferArgumentError): LockHttpAnswer {
     error.limit === 'depth'
       ? `it is nested more than ${MAX_DEFERRED_ARGUMENT_DEPTH} levels deep (objects and arrays inside one another)`
       : `it takes more than ${MAX_DEFERRED_ARGUMENTS_BYTES} bytes (${MAX_DEFERRED_ARGUMENTS_SIZE}) as JSON`;
-  const body = {
-    statusCode: 400,
-    error: 'Bad Request',
-    message: `This request's input cannot be deferred${under}: ${problem}.`,
-    ...(name === undefined ? {} : { resource: name }),
-    reason: error.limit === 'depth' ? 'arguments-too-deep' : 'arguments-too-large',
-  };
-  return { exception: new BadRequestException(body, { cause: error }) };
+  const reason = error.limit === 'depth' ? 'arguments-too-deep' : 'arguments-too-large';
+  return badRequest(`This request's input cannot be deferred${under}: ${problem}.`, name, reason, error);
+}
+
+/** 400 naming the lock by its template (`resource`, when it has one), never a value; no `Retry-After`. */
+function badRequest(message: string, name: string | undefined, reason: string, cause: Error): LockHttpAnswer {
+  const body = { statusCode: 400, error: 'Bad Request', message, ...(name === undefined ? {} : { resource: name }), reason };
+  return { exception: new BadRequestException(body, { cause }) };
 }
 
 /** 503: another instance (or this one, a little later) can serve the retry. */

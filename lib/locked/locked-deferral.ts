@@ -10,7 +10,7 @@ import type { WithLockOptions } from '../options/lock-options.interface';
 import { invokeOriginal, nameOwnBusyError, resolveCallKeys, type LockedMethod } from './locked-invocation';
 import { lockServiceOf } from './lock-service-of';
 import { nameLockError } from './lock-error-names';
-import { markArgumentErrorSource } from './request-key-errors';
+import { markErrorSource } from './request-key-errors';
 
 /** The fail-fast fallback of a deferring call: only this call's own busy key resolves to it. */
 const BUSY = Symbol('busy');
@@ -35,7 +35,7 @@ export async function invokeDeferring(m: LockedMethod, d: DeferredMethod, self: 
     // Named and marked like a LockKeyError of its keys: for a route handler, its arguments are the request's input.
     if (error instanceof DeferArgumentError) {
       nameLockError(error, m.keys.name);
-      markArgumentErrorSource(error, m.keys);
+      markErrorSource(error, m.keys);
     }
     throw error;
   }

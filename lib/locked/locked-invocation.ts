@@ -6,7 +6,7 @@ import { LockBusyError } from '../errors/lock-busy.error';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { nameLockError } from './lock-error-names';
-import { markKeyErrorSource } from './request-key-errors';
+import { markErrorSource } from './request-key-errors';
 import { lockServiceOf } from './lock-service-of';
 import type { LockedLockService } from './lock-service-injection';
 import { assertLockedFallbackUsed } from './fallback-policy-check';
@@ -118,7 +118,7 @@ export function resolveCallKeys(source: CompiledKeySource, self: unknown, args: 
   } catch (error) {
     if (error instanceof LockKeyError) {
       nameLockError(error, source.name);
-      markKeyErrorSource(error, source);
+      markErrorSource(error, source);
     }
     throw error;
   }

@@ -17,8 +17,11 @@ export function recordKeySourceMethod(source: object, method: object): void {
   methodOfKeySource.set(source, method);
 }
 
-/** At call time: `error` was thrown resolving `source` from the call's arguments. */
-export function markKeyErrorSource(error: LockKeyError, source: object): void {
+/**
+ * At call time: `error` was thrown resolving `source` from the call's arguments (a LockKeyError), or refused the
+ * arguments of the `@Locked` method whose keys `source` makes (a DeferArgumentError).
+ */
+export function markErrorSource(error: LockKeyError | DeferArgumentError, source: object): void {
   if (!keySourceOfError.has(error)) keySourceOfError.set(error, source);
 }
 
@@ -30,11 +33,6 @@ export function markKeyErrorSource(error: LockKeyError, source: object): void {
  */
 export function isRequestKeyError(error: LockKeyError): boolean {
   return isOfRouteHandler(error);
-}
-
-/** At call time: `error` refused the arguments of the `@Locked` method whose keys `source` makes. */
-export function markArgumentErrorSource(error: DeferArgumentError, source: object): void {
-  if (!keySourceOfError.has(error)) keySourceOfError.set(error, source);
 }
 
 /**
