@@ -5,6 +5,7 @@ import { KeyTemplate, parseKeyTemplate } from './key-template';
 import { resolveKeyTemplate } from './resolve-key-template';
 import { asKeyList } from './normalize-keys';
 import { assertKeyText } from './key-text';
+import { assertKeyCount } from './key-count';
 
 /** What `@Locked` accepts as its first argument. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a key function's parameters are the method's, typed by the user: unknown[] would refuse them
@@ -30,6 +31,8 @@ export function compileKeySource(spec: LockKeySpec, declaredArgs: number, where:
     throw new LockKeyError(`${where}: expected a key template, an array of templates or a function, got ${describeValue(spec)}.`);
   }
   if (list.length === 0) throw new LockKeyError(`${where}: the array of key templates is empty.`);
+  // Each template makes one key: an array over the limit would fail every call, so it fails when the class is defined.
+  assertKeyCount(list.length, `${where}: the array of key templates`);
   const templates = list.map((t) => parseKeyTemplate(t, where));
   for (const template of templates) assertDeclared(template, declaredArgs, where);
   return { name: list.join(', '), resolve: (_self, args) => templates.map((t) => resolveKeyTemplate(t, args, where)) };
@@ -66,7 +69,7 @@ function functionSource(fn: (...args: never[]) => unknown, where: string): Compi
           { cause: error },
         );
       }
-      const list = asKeyList(result, `${where}: the key function's result`);
+      const list = asKeyList(result, `${where}: the key function's result`, ' The method was not run.');
       if (list.length === 0) throw new LockKeyError(`${where}: the key function returned an empty array. The method was not run.`);
       for (const key of list) {
         if (typeof key !== 'string' || key.length === 0) {

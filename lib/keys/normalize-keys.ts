@@ -1,6 +1,7 @@
 import { LockKeyError } from '../errors/lock-key.error';
 import { describeValue } from '../errors/describe-value';
 import { assertKeyText } from './key-text';
+import { assertKeyCount } from './key-count';
 
 /**
  * Validates keys before any Redis command and puts them in the one canonical order (sorted,
@@ -19,14 +20,22 @@ export function normalizeKeys(input: unknown): string[] {
   return [...new Set(list as string[])].sort();
 }
 
-/** @internal `value` as a list of keys: itself when an array, else a list of one; a revoked Proxy is a LockKeyError, not a TypeError. */
-export function asKeyList(value: unknown, where: string): readonly unknown[] {
+/**
+ * @internal `value` as a list of keys: itself when an array, else a list of one; a revoked Proxy is a LockKeyError,
+ * not a TypeError. The one place every list of keys passes through before its keys are read (normalizeKeys for every
+ * acquire, tryAcquire and withLock, on Redis or in memory; a `@Locked` key function's or `deferKey`'s result as the
+ * call's keys are made), so the count is checked here, on the list as given (see MAX_KEYS_PER_LOCK).
+ */
+export function asKeyList(value: unknown, where: string, outcome = ''): readonly unknown[] {
+  let list: readonly unknown[];
   try {
-    return Array.isArray(value) ? value : [value];
+    list = Array.isArray(value) ? value : [value];
   } catch {
     // Array.isArray throws only for a revoked Proxy.
     throw new LockKeyError(`${where}: expected a string or an array of strings, got a revoked Proxy.`);
   }
+  assertKeyCount(list.length, where, outcome);
+  return list;
 }
 
 function assertKey(key: unknown): void {
