@@ -9,6 +9,7 @@ import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { lockNameOf } from './lock-error-names';
 import { isRequestArgumentError, isRequestKeyError } from './request-key-errors';
 import { isAclRefusal } from '../errors/acl-refusal-mark';
+import { MAX_KEYS_PER_LOCK } from '../keys/key-limits';
 import { MAX_DEFERRED_ARGUMENT_DEPTH, MAX_DEFERRED_ARGUMENTS_BYTES, MAX_DEFERRED_ARGUMENTS_SIZE } from '../defer/defer-argument-limits';
 
 /**
@@ -112,7 +113,8 @@ export function pinResponseStatus(response: unknown, status: number): void {
 
 /**
  * 400: the key of the route handler's own `@Locked` could not be made from the request (a value missing, empty,
- * an object, too long), so the method did not run. The handler's arguments are the client's input, which Nest
+ * an object, too long), or the request made more keys than one lock takes (`keyCount`: a key function returning
+ * `body.ids`), so the method did not run. The handler's arguments are the client's input, which Nest
  * answers 400 too (ValidationPipe), and, like every HttpException, not logged by Nest: a stack per bad request
  * would be noise. Any other LockKeyError (a service's lock, `withLock` in the handler) gets no answer here: it
  * is a server bug, a logged 500. The programmer's share of a handler's template is refused at startup (syntax, a
@@ -122,6 +124,13 @@ export function pinResponseStatus(response: unknown, status: number): void {
 function invalidKey(error: LockKeyError): LockHttpAnswer {
   const name = lockNameOf(error);
   const lock = name === undefined ? 'a lock this request needs' : `the lock "${name}"`;
+  if (error.keyCount !== undefined) {
+    // The count is the client's own (how many items it sent); no key or value is shown.
+    const message =
+      `This request makes ${error.keyCount} keys for ${lock}; one lock takes at most ${MAX_KEYS_PER_LOCK} ` +
+      `(duplicates count). Send fewer items in one request.`;
+    return badRequest(message, name, 'too-many-keys', error);
+  }
   const message = `The key of ${lock} cannot be made from this request: a value it is built from is missing, empty, too long or not a valid key part (a string or a number).`;
   return badRequest(message, name, 'invalid-key', error);
 }
