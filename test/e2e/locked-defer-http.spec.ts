@@ -155,8 +155,12 @@ describe.each<Platform>(['fastify', 'express'])('a deferring @Locked handler on 
     const busy = await request(app.getHttpServer()).post('/seats').set('content-type', 'application/json').send(body);
     await held.release();
     expect(busy.status).toBe(202);
-    const job = (await queue.getJob((busy.body as { jobId: string }).jobId))!;
+    const jobId = (busy.body as { jobId: string }).jobId;
+    const job = (await queue.getJob(jobId))!;
     expect(job.data.args[0]).toEqual({ seat: '21B', amount: 0 });
+    // The worker takes the released key for the deferred run: until that is over the key is busy again (a run found
+    // the second request deferred, 202, and left its job active for the next case's count).
+    expect(await pollUntil(async () => (await queue.getJobState(jobId)) === 'completed', 20_000, 20)).toBe(true);
     const free = await request(app.getHttpServer()).post('/seats').set('content-type', 'application/json').send(body);
     expect(free.status).toBe(201);
   });
