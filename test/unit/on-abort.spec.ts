@@ -45,6 +45,23 @@ describe('onAbort: many waiters behind one abort listener', () => {
     expect(calls).toBe(2);
   });
 
+  it('the last callback that stops listening takes the abort listener off the signal; a later one puts it back', () => {
+    // A caller's signal can outlive many lock calls: each call's listening must end with the call.
+    const controller = new AbortController();
+    const stops = [onAbort(controller.signal, () => undefined), onAbort(controller.signal, () => undefined)];
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    stops[0]();
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    stops[1]();
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    let called = 0;
+    onAbort(controller.signal, () => called++);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    controller.abort();
+    expect(called).toBe(1);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+
   it('1,000 pauses on one signal add one abort listener to it, and all end when it aborts', async () => {
     const controller = new AbortController();
     const pauses = Array.from({ length: 1_000 }, () => interruptibleDelay(60_000, controller.signal));
