@@ -1,7 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { Logger } from '@nestjs/common';
 import { AcquireContext, AcquireTally, acquireOneKey } from './acquire/acquire-one-key';
-import { abortReason } from './acquire/acquire-context';
+import { abortedBy, abortReason } from './acquire/acquire-context';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockBusyError } from '../errors/lock-busy.error';
 import { LockKeyError } from '../errors/lock-key.error';
@@ -328,7 +328,8 @@ export class LockEngine implements LockRuntime {
       },
       (error: unknown) => {
         this.countFailure(error, options, tally);
-        if (!this.shutdown.signal.aborted) {
+        // A caller that gave up is answered at once, even during close(): its take-back is written already, before the QUIT.
+        if (!this.shutdown.signal.aborted || abortedBy(error, options.signal)) {
           this.drain.acquisitionSettled();
           throw error;
         }
@@ -367,7 +368,9 @@ export class LockEngine implements LockRuntime {
       // second commandTimeout on a Redis that did not answer the first (the command is already written,
       // so it still reaches Redis before close() sends QUIT).
       if (leases.length > 0) void pending.giveBack().catch(() => undefined);
-      if (trying && this.shutdown.signal.aborted) return this.leaveDuringClose(trying, pending.token, error);
+      if (trying && this.shutdown.signal.aborted && !abortedBy(error, pending.options.signal)) {
+        return this.leaveDuringClose(trying, pending.token, error);
+      }
       this.drain.acquisitionSettled();
       throw error;
     }
@@ -462,7 +465,7 @@ export class LockEngine implements LockRuntime {
   }
 
   private countFailure(error: unknown, options: ResolvedLockOptions, tally: AcquireTally): void {
-    const outcome = options.signal?.aborted && error === options.signal.reason ? 'aborted' : failureOutcome(error);
+    const outcome = abortedBy(error, options.signal) ? 'aborted' : failureOutcome(error);
     if (outcome === 'busy') this.stats.busy++;
     else if (outcome === 'timeout') this.stats.timeouts++;
     else if (error instanceof LockConnectionError) this.stats.connectionErrors++;

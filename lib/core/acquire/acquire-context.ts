@@ -34,3 +34,6 @@ export const shuttingDown = (keys: LockKeys) => new LockServiceClosedError(keys.
 
 /** What a wait its caller's `signal` ended rejects with: the signal's reason, as Node's own APIs do. */
 export const abortReason = (signal: AbortSignal): unknown => signal.reason ?? new DOMException('The wait for the lock was aborted.', 'AbortError');
+
+/** Whether `error` is what an acquisition rejects with when the caller's `signal` ended it (abortReason). */
+export const abortedBy = (error: unknown, signal: AbortSignal | undefined): boolean => signal?.aborted === true && error === signal.reason;

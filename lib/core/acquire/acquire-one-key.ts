@@ -3,6 +3,7 @@ import type { ResolvedLockOptions } from '../../options/resolve-options';
 import type { LockKeys } from '../lock-store';
 import { monotonicNow } from '../../time/clock';
 import type { Lease } from '../lease';
+import { unlessAborted } from './abortable-call';
 import { AcquireContext, AcquireTally, abandonQuietly, shuttingDown } from './acquire-context';
 import { HandoverListener } from './handover-listener';
 import { grantedLease } from './lease-grant';
@@ -45,7 +46,8 @@ export function acquireOneKey(
   const subscribedAtSend = ctx.wakeChannel.subscribedTo(keys.lock);
   const listener = waits && subscribedAtSend ? new HandoverListener(ctx.wakeChannel, token, keys.lock) : undefined;
   const sentAt = monotonicNow();
-  return ctx.store.acquire(keys, token, options.ttl, waits, false).then(
+  // The caller's signal ends the attempt on the wire too (Redis frozen or slow): the error path below takes it back.
+  return unlessAborted(ctx, keys, token, options.signal, ctx.store.acquire(keys, token, options.ttl, waits, false)).then(
     (reply) => {
       if (reply.acquired) {
         listener?.stop();
@@ -61,7 +63,8 @@ export function acquireOneKey(
     },
     (error: unknown) => {
       listener?.stop();
-      // The attempt may have reached Redis even though we saw no answer: take back anything it did.
+      // The attempt may have reached Redis even though we saw no answer (or the caller gave up before it came): take
+      // back anything it did.
       abandonQuietly(ctx, keys, token);
       throw error;
     },

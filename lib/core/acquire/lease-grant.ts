@@ -5,6 +5,7 @@ import { Handover, handedOverFor } from '../handover-channel';
 import type { AcquireReply, LockKeys } from '../lock-store';
 import { monotonicNow } from '../../time/clock';
 import { Lease, newLease } from '../lease';
+import { unlessAborted } from './abortable-call';
 import { AcquireContext, abandonQuietly } from './acquire-context';
 
 /**
@@ -12,16 +13,25 @@ import { AcquireContext, abandonQuietly } from './acquire-context';
  * replicas confirmed it (see LockStore.confirmHandover); with the watchdog off, nothing else would give it more
  * than the waiter's lease it was handed with (3 s by default, against the ttl asked for), so it is extended once.
  * Undefined when the key is not ours any more (the handed lease ended first, or a failover lost it): like a
- * handover read late, the wait goes on and the caller's next attempt decides.
+ * handover read late, the wait goes on and the caller's next attempt decides. The caller's `signal` ends it on the
+ * wire, the lock given back.
  */
-export async function confirmedHandover(ctx: AcquireContext, keys: LockKeys, token: string, fence: number, ttl: number): Promise<Lease | undefined> {
+export async function confirmedHandover(
+  ctx: AcquireContext,
+  keys: LockKeys,
+  token: string,
+  fence: number,
+  ttl: number,
+  signal: AbortSignal | undefined,
+): Promise<Lease | undefined> {
   const sentAt = monotonicNow();
   let ours: boolean;
   try {
     // Owner-checked only, never with the fencing token: a Redlock renewal carrying it takes the key back on nodes where it
     // is free, which is safe for a lease known to be alive, not for a handed lease that may have ended (and been taken
     // and released by another client) before this call arrives.
-    ours = await (ctx.confirmsHandovers ? ctx.store.confirmHandover(keys, token, ttl) : ctx.store.extend(keys, token, ttl));
+    const confirm = ctx.confirmsHandovers ? ctx.store.confirmHandover(keys, token, ttl) : ctx.store.extend(keys, token, ttl);
+    ours = await unlessAborted(ctx, keys, token, signal, confirm);
   } catch (error) {
     abandonQuietly(ctx, keys, token);
     throw error;

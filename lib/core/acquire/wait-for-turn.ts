@@ -4,6 +4,7 @@ import type { AcquireReply, LockKeys } from '../lock-store';
 import { monotonicNow } from '../../time/clock';
 import type { Lease } from '../lease';
 import { interruptibleDelay } from '../../time/sleep';
+import { abortable, unlessAborted } from './abortable-call';
 import { AcquireContext, AcquireTally, abandonQuietly, abortReason, shuttingDown } from './acquire-context';
 import type { HandoverListener } from './handover-listener';
 import { assertFence, confirmedHandover, grantedLease, handedOverLease } from './lease-grant';
@@ -48,7 +49,8 @@ export async function waitForTurn(
         if (remaining <= 0) throw new LockTimeoutError(keys.key, monotonicNow() - started, attempts, ctx.heldInProcess(keys));
         // The service subscribes once, at its first wait (uncontended acquires stay one round trip).
         // If that happened only after our attempt was sent, a release in between went unheard: retry now.
-        retryNow = !subscribedAtSend && (await ctx.wakeChannel.ensureSubscribed(keys.lock));
+        // The caller's signal ends that call too; the subscription is the service's, kept whatever became of this wait.
+        retryNow = !subscribedAtSend && (await subscribed(ctx, keys, options.signal));
         if (!retryNow && !listener.handover) {
           const delay = nextDelay(reply.holderTtl, reply.position, attempts, ctx.wakeChannel.subscribedTo(keys.lock), options, ctx.waiterLease);
           const pause = interruptibleDelay(Math.min(delay, remaining), ctx.shutdown, options.signal);
@@ -67,7 +69,7 @@ export async function waitForTurn(
         queued = false;
         const lease =
           ctx.confirmsHandovers || !options.watchdog
-            ? await confirmedHandover(ctx, keys, token, handover.fence, options.ttl)
+            ? await confirmedHandover(ctx, keys, token, handover.fence, options.ttl, options.signal)
             : handedOverLease(handover, options.ttl, lastBusySentAt, ctx.waiterLease, keys);
         if (lease) return lease;
         // Read after its lease ended, or not ours when confirmed: ask now (below). Until that answer,
@@ -84,9 +86,10 @@ export async function waitForTurn(
       sentAt = monotonicNow();
       let next: AcquireReply;
       try {
-        next = await ctx.store.acquire(keys, token, options.ttl, true, true);
+        next = await unlessAborted(ctx, keys, token, options.signal, ctx.store.acquire(keys, token, options.ttl, true, true));
       } catch (error) {
-        // The attempt may have reached Redis even though we saw no answer: take back anything it did.
+        // The attempt may have reached Redis even though we saw no answer (or the caller gave up before it came): take
+        // back anything it did.
         abandonQuietly(ctx, keys, token);
         queued = false;
         throw error;
@@ -98,7 +101,7 @@ export async function waitForTurn(
         // a single Redis gives the full ttl). With the watchdog off nothing renews it: extend it once, as a handover
         // message's. Not ours any more (it lapsed meanwhile): ask again.
         if (options.watchdog || next.validFor >= options.ttl) return lease;
-        const extended = await confirmedHandover(ctx, keys, token, next.fence, options.ttl);
+        const extended = await confirmedHandover(ctx, keys, token, next.fence, options.ttl, options.signal);
         if (extended) return extended;
         reply = { acquired: false, holderTtl: PROMISED_TO_WAITER_AHEAD, position: 0, lastFence: next.fence };
         lastBusySentAt = sentAt;
@@ -117,6 +120,12 @@ export async function waitForTurn(
   } finally {
     listener.stop();
   }
+}
+
+/** Whether handovers of `keys` reach this service now (subscribing at the first wait), or the caller's abort. */
+function subscribed(ctx: AcquireContext, keys: LockKeys, signal: AbortSignal | undefined): Promise<boolean> {
+  const subscribing = ctx.wakeChannel.ensureSubscribed(keys.lock);
+  return signal ? abortable(subscribing, signal) : subscribing;
 }
 
 /**
