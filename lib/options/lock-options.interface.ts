@@ -49,11 +49,12 @@ export interface LockOptions {
   onLockLost?(this: void, lock: LockHandle, error: LockLostError): void;
   /**
    * Ends a wait for the lock when it aborts (a request the client gave up on, a job being cancelled):
-   * the call rejects with the signal's `reason` (an `AbortError` unless you gave another), leaves the
-   * key's queue, and gives back the keys of a multi-key lock it had taken. An attempt already on its way
-   * to Redis is answered first (at most `commandTimeout`); if that answer grants the lock, the call
-   * resolves with it. A lock already held is not affected: release it. Per call only: not a module
-   * default, and not an `@Locked` option (one signal would serve every call).
+   * the call rejects at once with the signal's `reason` (an `AbortError` unless you gave another), leaves
+   * the key's queue, and gives back the keys of a multi-key lock it had taken. It does not wait for a Redis
+   * call already on its way (an attempt, or the confirmation of a handed-over lock, on a frozen or slow
+   * Redis): that call is taken back, owner-checked, whatever it still does there (a lock it takes is
+   * deleted, a place it takes in the queue left). A lock already held is not affected: release it. Per call
+   * only: not a module default, and not an `@Locked` option (one signal would serve every call).
    */
   signal?: AbortSignal;
 }
