@@ -6,7 +6,7 @@ import { CommandArg, isNoScript, LuaScript, ScriptRunner } from './lua-script';
 /**
  * One script call the way every store sends it: bounded by `deadlines` (a NOSCRIPT reply is answered
  * once with the script's text, unless `retryIf` says otherwise), parsed by `parse`, and a script's
- * refusal of damaged state turned into `LockStateError` naming the key.
+ * refusal of damaged state turned into `LockStateError` naming the key. `late`: see CommandDeadlines.bound.
  */
 export function runBoundedScript<T = unknown>(
   deadlines: CommandDeadlines,
@@ -17,6 +17,7 @@ export function runBoundedScript<T = unknown>(
   args: readonly CommandArg[],
   parse?: (reply: unknown) => T,
   retryIf: (error: unknown) => boolean = isNoScript,
+  late?: (reply: unknown) => void,
 ): Promise<T> {
   return deadlines.bound(
     operation,
@@ -24,5 +25,6 @@ export function runBoundedScript<T = unknown>(
     parse,
     retryIf,
     (error) => lockStateError(keys, operation, error),
+    late,
   );
 }

@@ -58,6 +58,8 @@ export class CommandDeadlines {
    * `retryIf` accepts runs `run(1)` once, within the same deadline (no extra promise per call for either).
    * `classify` may name a failure that is not connection trouble (corrupt lock state) with its own error.
    * A call the gate holds back until the first connection is made waits within the same deadline.
+   * `late` gets a reply that came after the call was already rejected for its deadline: the caller was
+   * told the outcome is unknown, and only the reply says what the call did after all.
    */
   bound<R, T = R>(
     operation: string,
@@ -65,6 +67,7 @@ export class CommandDeadlines {
     parse?: (reply: R) => T,
     retryIf?: (error: unknown) => boolean,
     classify?: (error: unknown) => Error | undefined,
+    late?: (reply: R) => void,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const admission = this.gate?.admit(operation);
@@ -83,7 +86,8 @@ export class CommandDeadlines {
       this.push(call);
       this.unsettled++;
       const onReply = (reply: R) => {
-        if (call.settled) return;
+        // Settled with a reply still to come: only the deadline does that (a failure ends the attempt).
+        if (call.settled) return late?.(reply);
         call.settled = true;
         this.unsettled--;
         if (!parse) return resolve(reply as unknown as T);

@@ -81,8 +81,28 @@ export class RedisLockStore implements LockStore {
       args.push(this.waiterLease, this.queueExpiry);
       if (retry) args.push('1');
     }
-    if (this.replicaAcks) return this.confirmedScript(LOCK_SCRIPTS.acquire, 'acquire', keys, args, acquireReply, (r) => r.acquired);
-    return this.script(LOCK_SCRIPTS.acquire, 'acquire', keys, args, acquireReply);
+    const late = (reply: unknown) => this.giveBackLateGrant(keys, token, reply);
+    if (this.replicaAcks) return this.confirmedScript(LOCK_SCRIPTS.acquire, 'acquire', keys, args, acquireReply, (r) => r.acquired, late);
+    return this.script(LOCK_SCRIPTS.acquire, 'acquire', keys, args, acquireReply, late);
+  }
+
+  /**
+   * An acquire answered after its caller was rejected for its deadline, saying it took the lock or a queue place
+   * for a token nobody uses any more (every failed attempt ends its acquisition). The caller's clean-up went out at
+   * once, but a client that keeps the commands in flight across a reconnect (ioredis' default
+   * `autoResendUnfulfilledCommands`, in a client you pass) sends the acquire again once the connection is back: that
+   * clean-up was refused while it was down, and the replayed acquire held the key for its whole ttl. The late reply
+   * comes on the connection that is back, so a clean-up sent now runs after the replay. Owner-checked: harmless
+   * when the first clean-up did land.
+   */
+  private giveBackLateGrant(keys: LockRedisKeys, token: string, raw: unknown): void {
+    let reply: AcquireReply;
+    try {
+      reply = acquireReply(Array.isArray(raw) && this.replicaAcks ? raw[0] : raw);
+    } catch {
+      return; // not an acquire's reply (an error reply): it took nothing
+    }
+    if (reply.acquired || reply.position >= 0) this.abandonQuietly(keys, token);
   }
 
   /**
@@ -210,6 +230,7 @@ export class RedisLockStore implements LockStore {
     args: CommandArg[],
     parse: (reply: unknown) => T,
     wrote: (result: T) => boolean,
+    late?: (reply: unknown) => void,
   ): Promise<T> {
     const acks = this.replicaAcks!;
     const startedAt = monotonicNow();
@@ -222,6 +243,7 @@ export class RedisLockStore implements LockStore {
         undefined,
         isNoScript,
         (error) => lockStateError(keys, operation, error),
+        late,
       );
     } catch (error) {
       throw isTimeoutError(error) ? timedOutBehindWaits(acks, operation, this.commandTimeout, error) : error;
@@ -256,9 +278,10 @@ export class RedisLockStore implements LockStore {
     keys: LockRedisKeys,
     args: CommandArg[],
     parse?: (reply: unknown) => T,
+    late?: (reply: unknown) => void,
   ): Promise<T> {
     this.writes.beforeSend(this.deadlines.inFlight > 0);
-    return runBoundedScript(this.deadlines, this.scripts, script, operation, keys, args, parse);
+    return runBoundedScript(this.deadlines, this.scripts, script, operation, keys, args, parse, isNoScript, late);
   }
 }
 

@@ -78,6 +78,33 @@ describe('CommandDeadlines', () => {
     await sleep(5);
   });
 
+  it('hands a reply that comes after the deadline to `late` (what the call did after all), and only that one', async () => {
+    const bounds = new CommandDeadlines(30);
+    const seen: unknown[] = [];
+    const slow = deferred<string>();
+    const timedOut = bounds.bound(
+      'acquire',
+      () => slow.promise,
+      undefined,
+      undefined,
+      undefined,
+      (reply) => seen.push(reply),
+    );
+    await expect(timedOut).rejects.toThrow(/did not answer acquire within 30 ms/);
+    slow.resolve('granted late');
+    await sleep(0);
+    expect(seen).toEqual(['granted late']);
+    await bounds.bound(
+      'acquire',
+      async () => 'in time',
+      undefined,
+      undefined,
+      undefined,
+      (reply) => seen.push(reply),
+    );
+    expect(seen).toEqual(['granted late']);
+  });
+
   it('keeps timing out later calls after an idle period (the timer re-arms itself)', async () => {
     const bounds = new CommandDeadlines(50);
     await bounds.bound('acquire', async () => 1);
