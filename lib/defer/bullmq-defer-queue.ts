@@ -3,7 +3,7 @@ import type { Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import type { RedisConnectionOption } from '../options/distributed-lock-module-options.interface';
-import { bullmqConnection, type BullmqConnectionRole } from '../redis/bullmq-connection';
+import { bullmqConnection, bullmqPrefix, type BullmqConnectionRole } from '../redis/bullmq-connection';
 import { closeConnection, waitUntilReady } from '../redis/redis-connection';
 import type { ResolvedDeferOptions } from '../options/defer-options.interface';
 import type { LockMetrics } from '../observability/lock-metrics';
@@ -54,7 +54,13 @@ export class BullmqDeferQueue implements DeferJobQueue {
   ) {
     this.bullmq = loadBullmq();
     this.queueConnection = this.connect('queue');
-    this.queue = new this.bullmq.Queue<DeferredJobData>(options.queueName, { connection: this.queueConnection });
+    try {
+      this.queue = new this.bullmq.Queue<DeferredJobData>(options.queueName, { connection: this.queueConnection, ...this.prefix });
+    } catch (error) {
+      // Nobody could close a connection made by a constructor that throws: it would keep the process alive.
+      for (const connection of this.connections) connection.disconnect();
+      throw error;
+    }
     this.queue.on('error', (error) => this.logger.warn(`Defer queue "${options.queueName}": ${error.message}`));
   }
 
@@ -122,6 +128,7 @@ export class BullmqDeferQueue implements DeferJobQueue {
   startWorker(targets: DeferTargets, run: RunUnderLock): void {
     const worker = new this.bullmq.Worker<DeferredJobData>(this.options.queueName, (job, token) => this.process(job, token, targets, run), {
       connection: this.connect('worker'),
+      ...this.prefix,
       concurrency: this.options.concurrency,
       lockDuration: this.options.jobLease,
       stalledInterval: this.options.jobLease,
@@ -278,6 +285,12 @@ export class BullmqDeferQueue implements DeferJobQueue {
       connection.duplicate = (...args: Parameters<Redis['duplicate']>) => this.track(duplicate(...args));
     }
     return connection;
+  }
+
+  /** Where the queue's keys go (see bullmqPrefix); left out for BullMQ's default, as no option at all. */
+  private get prefix(): { prefix?: string } {
+    const prefix = bullmqPrefix(this.redis);
+    return prefix === undefined ? {} : { prefix };
   }
 
   private track(connection: Redis): Redis {

@@ -15,7 +15,7 @@ import type { ResolvedModuleOptions } from './resolve-options';
  */
 export function assertConnectionOption(where: string, option: unknown): void {
   if (typeof option === 'string') return void parseRedisUrl(where, option);
-  if (isRedisClient(option)) return;
+  if (isRedisClient(option)) return assertPrimaryRole(where, (option as { options?: { role?: unknown; sentinels?: unknown } }).options);
   if (typeof option !== 'object' || option === null || Array.isArray(option)) {
     throw new LockOptionsError(where, `expected a redis:// URL, ioredis options or a Redis client, got ${describeValue(option)}.`);
   }
@@ -23,7 +23,10 @@ export function assertConnectionOption(where: string, option: unknown): void {
   assertNoMisplacedConnectionKeys(where, option);
   assertNoNearMissKeys(where, option, IOREDIS_OPTION_KEYS, 'an ioredis option', SERVER_DEFAULTS);
   const o = option as { host?: unknown; port?: unknown; path?: unknown; sentinels?: unknown; name?: unknown };
-  if (o.sentinels !== undefined) return assertSentinels(where, o.sentinels, o.name);
+  if (o.sentinels !== undefined) {
+    assertSentinels(where, o.sentinels, o.name);
+    return assertPrimaryRole(where, o);
+  }
   if (o.host === undefined && o.port === undefined && o.path === undefined) {
     throw new LockOptionsError(
       where,
@@ -39,6 +42,19 @@ export function assertConnectionOption(where: string, option: unknown): void {
       `names only a port (${String(o.port)}): ioredis would connect to localhost on every instance. Give the shared server's host too.`,
     );
   }
+}
+
+/**
+ * Sentinel options (or a client made from them) with `role: 'slave'` connect to one of the primary's replicas, which
+ * refuses every write: startup passed, and every lock call failed with READONLY, told as a server to check.
+ */
+function assertPrimaryRole(where: string, options: { role?: unknown; sentinels?: unknown } | undefined): void {
+  if (options?.sentinels === undefined || options.sentinels === null || options.role !== 'slave') return;
+  throw new LockOptionsError(
+    `${where}.role`,
+    "is 'slave': ioredis then connects to one of the primary's replicas, which refuses every write, and every lock is a write. " +
+      "Leave role out (ioredis' default, 'master'): the Sentinels name the primary and ioredis follows it across failovers.",
+  );
 }
 
 /** What a left-out host or port means to ioredis, where a slip in its name would leave it out (assertNoNearMissKeys). */

@@ -3,6 +3,7 @@ import { LockConnectionError } from '../errors/lock-connection.error';
 import { aclRefusal } from './acl-refusal';
 import { sentinelMisdirection } from './sentinel-misdirection';
 import { unknownOutcome } from './unknown-outcome';
+import { subscriberModeError } from './user-client-refusal';
 
 const timeouts = new WeakSet<object>();
 
@@ -23,8 +24,8 @@ export const isTimeoutError = (error: unknown): boolean => typeof error === 'obj
  * Every failure of the transport or server becomes a `LockConnectionError` (never "busy"): closed
  * connection, refused, frozen server, READONLY after a failover, LOADING, CLUSTERDOWN — the lock
  * state is unknown in all of them. Our own errors pass through unchanged. A connection that
- * reached a Sentinel instead of a primary, and a command the user's ACL refuses (acl-refusal.ts),
- * are told apart.
+ * reached a Sentinel instead of a primary, a command the user's ACL refuses (acl-refusal.ts), and a
+ * client of the user's in subscriber mode are told apart.
  */
 export function toConnectionError(operation: string, error: unknown): Error {
   if (error instanceof DistributedLockError) return error;
@@ -33,6 +34,8 @@ export function toConnectionError(operation: string, error: unknown): Error {
   // Not "check that Redis is reachable": it is, and it will refuse every retry the same way.
   const refused = aclRefusal(operation, error);
   if (refused) return refused;
+  const subscriberMode = subscriberModeError(operation, error);
+  if (subscriberMode) return subscriberMode;
   const message = error instanceof Error ? error.message : String(error);
   return new LockConnectionError(`Redis ${operation} failed: ${message}. Check that Redis is reachable; the lock state is unknown.`, operation, {
     cause: error,

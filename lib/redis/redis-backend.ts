@@ -4,9 +4,11 @@ import { assertRedisOption } from '../options/connection-option';
 import { reportConnectionHealth } from './connection-health';
 import { ConnectionState } from './connection-state';
 import type { Redis } from 'ioredis';
+import type { LockOptionsError } from '../errors/lock-options.error';
 import { withDeadline } from '../time/deadline';
 import { warnIfEvicting } from './eviction-warning';
 import { isSentinelInfo, sentinelAtStartup } from './sentinel-misdirection';
+import { replicaAtStartup, replicatedPrimary } from './replica-misdirection';
 import {
   RedisConnection,
   closeConnection,
@@ -21,6 +23,7 @@ import { RedlockBackend } from './redlock';
 import { ReplicaAcks } from './replica-acks';
 import { WakeChannel } from './wake-channel';
 import { WakeRoute } from './wake-route';
+import { userClientRefusal } from './user-client-refusal';
 
 /**
  * The production backend: one Redis connection (the user's, or one the module owns), its store and
@@ -73,6 +76,9 @@ class RedisBackend implements LockBackend {
   async ready(): Promise<void> {
     const { requireRedisAtStartup, startupTimeout, commandTimeout } = this.context.settings;
     const { client, owned } = this.connection;
+    // Not a question of reachability: no lock call could go through such a client, required or not.
+    const unusable = this.refusalOfUserClient();
+    if (unusable) throw unusable;
     // Our connection opens at startup (made lazily: see createRedisConnection), required or not.
     if (owned && client.status === 'wait') client.connect().catch(() => undefined);
     if (!requireRedisAtStartup) {
@@ -81,22 +87,53 @@ class RedisBackend implements LockBackend {
     }
     // A client of the user's made with lazyConnect connects on its first command; startup is that moment.
     if (client.status === 'wait') client.connect().catch(() => undefined);
-    if (!(await waitUntilReady(client, startupTimeout))) throw this.connectionState.notReachableAtStartup(startupTimeout);
-    if (!isClusterClient(client)) await this.refuseSentinel(client, commandTimeout);
+    if (!(await this.untilReadyOrClosed(startupTimeout)))
+      throw this.refusalOfUserClient() ?? this.connectionState.notReachableAtStartup(startupTimeout);
+    if (!isClusterClient(client)) await this.refuseWrongServer(client, commandTimeout);
     await this.refuseWithoutPermission();
+    // Handed over while its quit() was still on the way (status still 'ready'): the questions above failed quietly.
+    const closed = this.refusalOfUserClient();
+    if (closed) throw closed;
     // A Cluster: know how handovers travel before the first release (bounded; on failure, asked again later).
     if (this.route.mode === undefined) await this.route.detect();
     void this.warnIfEvicting();
   }
 
+  /** Why a client the user passed can serve no lock call (user-client-refusal.ts); never about a connection of ours. */
+  private refusalOfUserClient(): LockOptionsError | undefined {
+    return this.connection.owned ? undefined : userClientRefusal(this.connection.client);
+  }
+
   /**
-   * A Sentinel answers PING, INFO and SUBSCRIBE like a primary, so a service given a Sentinel's address started and
-   * then failed every lock call. Its INFO says so: asked once at startup, bounded; a server that does not answer it
-   * in time or refuses it (an ACL user without INFO) is taken as it is, and the lock calls will tell.
+   * waitUntilReady, but a client of the user's that ends meanwhile (closed by its owner: ioredis does not open it
+   * again by itself) ends the wait at once instead of after the whole startupTimeout.
    */
-  private async refuseSentinel(client: Redis, commandTimeout: number): Promise<void> {
-    const info = await withDeadline(client.info('server'), commandTimeout, () => new Error('no answer')).catch(() => undefined);
-    if (info !== undefined && isSentinelInfo(info)) throw sentinelAtStartup(this.connectionState.target);
+  private async untilReadyOrClosed(timeoutMs: number): Promise<boolean> {
+    const { client, owned } = this.connection;
+    if (owned) return waitUntilReady(client, timeoutMs);
+    let onEnd!: () => void;
+    const ended = new Promise<boolean>((resolve) => client.once('end', (onEnd = () => resolve(false))));
+    try {
+      return await Promise.race([waitUntilReady(client, timeoutMs), ended]);
+    } finally {
+      client.off('end', onEnd);
+    }
+  }
+
+  /**
+   * A Sentinel answers PING, INFO and SUBSCRIBE like a primary, and a replica even the permission check (a read), so a
+   * service given a Sentinel's or a replica's address started and then failed every lock call. Their INFO says so:
+   * asked once at startup, bounded; a server that does not answer it in time or refuses it (an ACL user without INFO)
+   * is taken as it is, and the lock calls will tell. Through Sentinels, ioredis itself checks that it reached the
+   * primary (and role 'slave' is refused with the options).
+   */
+  private async refuseWrongServer(client: Redis, commandTimeout: number): Promise<void> {
+    const ask = (section: string) => withDeadline(client.info(section), commandTimeout, () => new Error('no answer')).catch(() => undefined);
+    const viaSentinels = client.options.sentinels !== undefined && client.options.sentinels !== null;
+    const [server, replication] = await Promise.all([ask('server'), viaSentinels ? undefined : ask('replication')]);
+    if (server !== undefined && isSentinelInfo(server)) throw sentinelAtStartup(this.connectionState.target);
+    const primary = replication === undefined ? undefined : replicatedPrimary(replication);
+    if (primary !== undefined) throw replicaAtStartup(this.connectionState.target, primary);
   }
 
   /**

@@ -1,0 +1,28 @@
+import { LockConnectionError } from '../errors/lock-connection.error';
+
+/**
+ * The primary a replica replicates from (`master_host:master_port` of its `INFO replication`), or undefined when the
+ * server is no replica (`role:master`, or no such section: a Sentinel, a server that refused INFO).
+ */
+export function replicatedPrimary(info: string): string | undefined {
+  if (!/^role:slave\b/m.test(info)) return undefined;
+  const host = /^master_host:(.*)$/m.exec(info)?.[1]?.trim();
+  const port = /^master_port:(\d+)/m.exec(info)?.[1];
+  return host && port ? `${host}:${port}` : 'its primary';
+}
+
+/**
+ * Startup on a replica's address (requireRedisAtStartup): a replica answers PING, INFO and even the startup's
+ * read-only permission check like a primary, so the application started and every lock call (each a write) failed
+ * with READONLY, told as a server to check. A writable replica (`replica-read-only no`) is no better: what it
+ * grants is overwritten by its primary's stream, and services locking on the primary never see it.
+ */
+export function replicaAtStartup(target: string, primary: string): LockConnectionError {
+  return new LockConnectionError(
+    `${target} is a replica (INFO replication: role:slave, replicating ${primary}), not a primary: it refuses every lock write ` +
+      `(READONLY), and locks held there would not exclude those held on its primary. Point the redis option at the primary; ` +
+      `with Sentinel, give ioredis the Sentinels and the primary's name (redis: { sentinels: [...], name: 'mymaster' }), ` +
+      `which follows the primary across failovers.`,
+    'startup',
+  );
+}
