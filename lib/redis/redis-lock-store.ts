@@ -175,8 +175,9 @@ export class RedisLockStore implements LockStore {
     return aclRefusalOf(this.client, this.deadlines, this.keyPrefix);
   }
 
-  async isLocked(keys: LockRedisKeys): Promise<boolean> {
-    return (await this.deadlines.bound('isLocked', () => this.client.exists(keys.lock))) === 1;
+  /** By script, so on a Cluster it reads the primary whatever the client's scaleReads (see is-locked.script.ts). */
+  isLocked(keys: LockRedisKeys): Promise<boolean> {
+    return this.script(LOCK_SCRIPTS.isLocked, 'isLocked', keys, [keys.lock], isOne);
   }
 
   /**

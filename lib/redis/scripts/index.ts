@@ -2,6 +2,7 @@ import { luaScript } from '../lua-script';
 import { ABANDON_SCRIPT, SHARDED_ABANDON_SCRIPT } from './abandon.script';
 import { ACQUIRE_SCRIPT } from './acquire.script';
 import { HEALTH_PROBE_SCRIPT } from './health-probe.script';
+import { IS_LOCKED_SCRIPT } from './is-locked.script';
 import { PERMISSION_CHECK_SCRIPT } from './permission-check.script';
 import { PASS_ON_SCRIPT, SHARDED_PASS_ON_SCRIPT } from './pass-on.script';
 import { RELEASE_SCRIPT, SHARDED_RELEASE_SCRIPT } from './release.script';
@@ -14,6 +15,7 @@ export const LOCK_SCRIPTS = {
   renew: luaScript(1, RENEW_SCRIPT),
   abandon: luaScript(4, ABANDON_SCRIPT),
   passOn: luaScript(4, PASS_ON_SCRIPT),
+  isLocked: luaScript(1, IS_LOCKED_SCRIPT),
 } as const;
 
 /** The scripts that may hand a lock over (and so announce it), in one of their two variants. */
