@@ -13,6 +13,7 @@ import { RedlockNode } from './redlock-node';
 import { resolveRedlockSettings } from '../../options/redlock-options';
 import { RedlockStore } from './redlock-store';
 import { RedlockWakeChannel } from './redlock-wake-channel';
+import { runIdOf, sameServerRefusal } from './same-server';
 
 /** The Redlock backend: N independent Redis masters (`nodes`), a majority decides every operation. */
 export class RedlockBackend implements LockBackend {
@@ -25,6 +26,8 @@ export class RedlockBackend implements LockBackend {
     return `Redlock (${this.nodes.map((n) => n.target).join(', ')})`;
   }
   private readonly nodeRecoveryDelay: number;
+  /** The node each server (by run_id) was first seen as: see refuseSameServer. */
+  private readonly serverOf = new Map<string, RedlockNode>();
 
   constructor(private readonly context: LockBackendContext) {
     const { options, settings, serviceId, logger, shutdown } = context;
@@ -85,6 +88,7 @@ export class RedlockBackend implements LockBackend {
       );
     }
     await Promise.all(ready.map((node) => this.refuseClusterNode(node)));
+    await this.refuseSameServer(ready);
     await Promise.all(ready.map((node) => this.refuseWithoutPermission(node)));
     this.checkEachNodeOnceUp(
       this.nodes.filter((node) => !ready.includes(node)),
@@ -106,6 +110,7 @@ export class RedlockBackend implements LockBackend {
         .then(async (up) => {
           if (!up) return;
           if (late) await this.refuseClusterNode(node);
+          if (late) await this.refuseSameServer([node]);
           warnIfEvicting(`Redlock: ${node.target}`, await node.info('memory'), this.context.logger);
         })
         .catch((error: unknown) => {
@@ -180,6 +185,26 @@ export class RedlockBackend implements LockBackend {
   private async refuseWithoutPermission(node: RedlockNode): Promise<void> {
     const refusal = await node.aclRefusal(this.context.settings.keyPrefix);
     if (refusal) throw refusedAtStartup(`Redlock: ${node.target}`, refusal, 'startup');
+  }
+
+  /**
+   * Nodes that are one server behind different addresses (same-server.ts); the options could only compare the
+   * addresses. Checked in the order of `nodes`, against every node checked before (a node connecting late too); a
+   * node that does not answer INFO now is checked by nobody.
+   */
+  private async refuseSameServer(nodes: readonly RedlockNode[]): Promise<void> {
+    const runIds = await Promise.all(nodes.map((node) => node.info('server').then(runIdOf, () => undefined)));
+    const checked = [...nodes].map((node, i) => ({ node, runId: runIds[i] })).sort((a, b) => this.indexOf(a.node) - this.indexOf(b.node));
+    for (const { node, runId } of checked) {
+      if (runId === undefined) continue;
+      const earlier = this.serverOf.get(runId);
+      if (earlier && earlier !== node) throw sameServerRefusal(this.indexOf(node), node.target, this.indexOf(earlier), earlier.target, runId);
+      this.serverOf.set(runId, node);
+    }
+  }
+
+  private indexOf(node: RedlockNode): number {
+    return this.nodes.indexOf(node);
   }
 
   private async refuseClusterNode(node: RedlockNode): Promise<void> {
