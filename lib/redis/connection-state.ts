@@ -84,7 +84,8 @@ export class ConnectionState implements CommandGate {
     const reopening = this.owned && !closedOnPurposeBy(this.client);
     if (status === 'end' && !reopening) {
       return new LockConnectionError(
-        `Redis ${operation} not sent: the connection to ${this.target} is closed (the LockService was closed, or the client given to it was disconnected).`,
+        `Redis ${operation} not sent: the connection to ${this.target} is closed (the LockService was closed, or the client given to it was ` +
+          `disconnected or quit, or gave up reconnecting: its retryStrategy returned no delay). ioredis does not open such a client again by itself.`,
         operation,
       );
     }

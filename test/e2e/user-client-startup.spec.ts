@@ -1,7 +1,8 @@
 /**
  * A client you pass, or an address you give, that no lock call could go through: refused when the application
  * starts, saying what is wrong with it and what to do, rather than started and then failing every lock call with
- * "check that Redis is reachable" (or waiting out startupTimeout to blame the server).
+ * "check that Redis is reachable" (or waiting out startupTimeout to blame the server). One that becomes so after
+ * startup (it subscribes, or its retryStrategy gives up) fails each call saying so.
  */
 import { INestApplication, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
@@ -23,7 +24,7 @@ class Jobs {
   }
 }
 
-describe('a client you pass that cannot serve locks, refused at startup', () => {
+describe('a client you pass that cannot serve locks: refused at startup, or told at each call', () => {
   let redis: RedisProcess;
   let probe: Redis;
   beforeAll(async () => {
@@ -99,6 +100,29 @@ describe('a client you pass that cannot serve locks, refused at startup', () => 
     } finally {
       await locks.close();
       await replica.stop();
+    }
+  });
+
+  it('a client whose retryStrategy gives up after Redis went away: each call fails at once saying the client will not reconnect', async () => {
+    const own = await RedisProcess.start();
+    const mine = new Redis({ host: own.host, port: own.port, retryStrategy: () => null });
+    const locks = new LockService({ redis: mine, commandTimeout: 300 });
+    try {
+      await locks.onModuleInit();
+      await own.kill9();
+      expect(await pollUntil(() => mine.status === 'end', 2_000)).toBe(true);
+      await own.restart();
+      const startedAt = performance.now();
+      const error = await locks.acquire('order:1').catch((e: unknown) => e);
+      expect(performance.now() - startedAt).toBeLessThan(100);
+      expect(error).toBeInstanceOf(LockConnectionError);
+      expect((error as Error).message).toMatch(
+        /gave up reconnecting: its retryStrategy returned no delay\)\. ioredis does not open such a client again/,
+      );
+    } finally {
+      await locks.close();
+      await closeClient(mine);
+      await own.stop();
     }
   });
 
