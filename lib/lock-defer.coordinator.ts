@@ -14,6 +14,7 @@ import { LockService } from './lock.service';
 import { LOCK_SERVICE_REF } from './locked/locked.internal-constants';
 import type { DistributedLockModuleOptions } from './options/distributed-lock-module-options.interface';
 import type { ResolvedDeferOptions } from './options/defer-options.interface';
+import { assertModuleOptionsGiven } from './options/module-options-given';
 
 /** DistributedLockModule's queues: BullMQ, loaded only when a module has a `defer` option (bullmq is an optional peer). */
 const BULLMQ_DEFER_QUEUES: DeferQueueFactory = {
@@ -39,11 +40,13 @@ export class LockDeferCoordinator implements OnModuleInit, OnApplicationBootstra
 
   constructor(
     private readonly discovery: DiscoveryService,
-    @Inject(DISTRIBUTED_LOCK_OPTIONS) private readonly options: DistributedLockModuleOptions,
+    // Optional as LockService's: a module imported without forRoot fails saying so, whichever provider Nest builds first.
+    @Optional() @Inject(DISTRIBUTED_LOCK_OPTIONS) private readonly options: DistributedLockModuleOptions,
     private readonly locks: LockService,
     // Typed `unknown` like LockService's backend: the public declaration shows users no queue internals.
     @Optional() @Inject(DEFER_QUEUE_FACTORY) queues?: unknown,
   ) {
+    assertModuleOptionsGiven(options);
     this.settings = resolveDeferOptions(options.defer);
     this.queues = (queues as DeferQueueFactory | undefined) ?? BULLMQ_DEFER_QUEUES;
   }

@@ -8,6 +8,7 @@ import { LockBusyError } from './errors/lock-busy.error';
 import type { DistributedLockModuleOptions } from './options/distributed-lock-module-options.interface';
 import type { LockOptions, WithLockOptions } from './options/lock-options.interface';
 import { assertNoFallback } from './options/fallback-option';
+import { assertModuleOptionsGiven } from './options/module-options-given';
 import type { ResolvedLockOptions } from './options/resolve-options';
 import { assertOptionsObject } from './options/validate-options';
 
@@ -22,11 +23,13 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
   readonly engine: LockEngine;
 
   constructor(
-    @Inject(DISTRIBUTED_LOCK_OPTIONS) options: DistributedLockModuleOptions,
+    // Optional only so that a module imported without forRoot fails saying so (options/module-options-given.ts).
+    @Optional() @Inject(DISTRIBUTED_LOCK_OPTIONS) options: DistributedLockModuleOptions,
     // Where locks live: Redis unless a module provides a LockBackendFactory (the testing module: memory).
     // Typed `unknown` on purpose: the public declaration shows users no engine internals.
     @Optional() @Inject(LOCK_BACKEND) backend?: unknown,
   ) {
+    assertModuleOptionsGiven(options);
     this.engine = new LockEngine(options, (backend as LockBackendFactory | undefined) ?? redisBackend());
   }
 
