@@ -219,6 +219,12 @@ export class Lock implements LockHandle, AsyncDisposable {
   private free(minHold: number, ranWork: boolean): Promise<boolean> {
     if (this.state === 'released' || this.deferredRelease) return Promise.resolve(false);
     if (this.borrowers > 0 && this.state === 'held') return this.freeAfterBorrowers(minHold, ranWork);
+    // Renewals stopped on purpose (maxHold reached, or shutdown stopped waiting for this work): past its deadline the
+    // lease ran out by our clock, and the watchdog that would have said so may not have looked (an event loop blocked
+    // past its timer; after close() it is gone). Said here as it would have, with the same reason: a release after the
+    // drain otherwise asked a closed connection and counted a release error (Redis trouble) for a lease lost under running
+    // work, and one after a blocked loop counted the loss as 'expired' rather than 'max-hold'.
+    if (this.renewalStopped !== undefined) this.checkDeadline();
     const wasLost = this.state === 'lost';
     // Read before end(): ending this borrower may let an outer release go ahead.
     const outerHeld = this.outer.length === 0 || this.outer.every((o) => o.isHeld());
