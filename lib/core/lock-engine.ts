@@ -387,9 +387,12 @@ export class LockEngine implements LockRuntime {
     // A handle that only borrowed keys has no lease to renew; its outer lock is watched.
     if (tookKeys) this.watchdog.track(lock);
     lock.markAcquired(scoped);
-    this.stats.acquired++;
-    // A nested call that only borrowed held keys took nothing: not an acquisition.
-    if (tookKeys) this.recordAcquire(lock.options.name, 'acquired', tally, lock.fencingToken);
+    // A nested call that only borrowed held keys took nothing: not an acquisition (and its release frees nothing, so
+    // counted here it left getStats() with more acquisitions than releases for every nested call).
+    if (tookKeys) {
+      this.stats.acquired++;
+      this.recordAcquire(lock.options.name, 'acquired', tally, lock.fencingToken);
+    }
     // A bare nested acquire() that took nothing may be left unreleased (it holds nothing back): held in
     // the drain, every such handle stayed there for good, and close() waited all of shutdownTimeout for
     // it. Its outer lock is drained, and its signal follows that lock's. A scoped one (withLock,

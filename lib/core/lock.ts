@@ -249,9 +249,13 @@ export class Lock implements LockHandle, AsyncDisposable {
     return freeing.then(
       (ok) => this.released(ok, ranWork),
       (error: unknown) => {
-        this.runtime.stats.connectionErrors++;
-        // The key stays taken until its lease lapses: an operator should see it, not only getStats().
-        if (ranWork) this.runtime.metrics.releaseFailed(this.options.name);
+        // The key stays taken until its lease lapses: an operator should see it, not only getStats(). A grant given back
+        // unused belongs to an acquisition that failed and was counted as such (a multi-key lock's first keys after a
+        // later key's connection error): counting its give-back too made one failed call two connection errors.
+        if (ranWork) {
+          this.runtime.stats.connectionErrors++;
+          this.runtime.metrics.releaseFailed(this.options.name);
+        }
         throw error;
       },
     );
