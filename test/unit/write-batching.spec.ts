@@ -15,6 +15,8 @@ import { ServicePool } from './core-helpers';
 interface WriteCount {
   flushes: number;
   chunks: number;
+  /** Chunks that are script calls (EVALSHA or EVAL): the lock calls, without a startup check's INFO sent meanwhile. */
+  scripts: number;
   /** Most commands one write carried. */
   largest: number;
 }
@@ -28,18 +30,20 @@ function countWrites(
     _write: (...args: unknown[]) => unknown;
     _writev: (chunks: unknown[], cb: unknown) => unknown;
   };
-  const counted: WriteCount = { flushes: 0, chunks: 0, largest: 0 };
+  const counted: WriteCount = { flushes: 0, chunks: 0, scripts: 0, largest: 0 };
   const write = socket._write;
   const writev = socket._writev;
   socket._write = function (this: Socket, ...args: unknown[]) {
     counted.flushes++;
     counted.chunks++;
+    if (isScriptCall(args[0])) counted.scripts++;
     counted.largest = Math.max(counted.largest, 1);
     return write.apply(this, args);
   };
   socket._writev = function (this: Socket, chunks: unknown[], cb: unknown) {
     counted.flushes++;
     counted.chunks += chunks.length;
+    for (const entry of chunks) if (isScriptCall((entry as { chunk?: unknown }).chunk)) counted.scripts++;
     counted.largest = Math.max(counted.largest, chunks.length);
     return writev.call(this, chunks, cb);
   };
@@ -69,7 +73,7 @@ describe('write batching', () => {
     const lock = await locks.acquire('batch:lone');
     await lock.release();
     stop();
-    expect(counted).toEqual({ flushes: 2, chunks: 2, largest: 1 });
+    expect(counted).toEqual({ flushes: 2, chunks: 2, scripts: 2, largest: 1 });
   });
 
   it('64 locks taken and released at once leave in a few batched writes, and every one worked', async () => {
@@ -102,9 +106,13 @@ describe('write batching', () => {
       counters.forEach((c) => c.stop());
       expect(released.every(Boolean)).toBe(true);
       for (const { counted } of counters) {
-        expect(counted.chunks).toBe(128);
+        // 64 acquires and 64 releases. A node may also get a startup check's INFO (eviction warning, sent without
+        // awaiting once the node is up: a loaded clean-clone run counted 129 chunks on one node), which is no lock call.
+        expect(counted.scripts).toBe(128);
+        expect(counted.chunks - counted.scripts).toBeLessThanOrEqual(3);
         expect(counted.flushes).toBeLessThanOrEqual(10);
-        expect(counted.largest).toBe(32);
+        expect(counted.largest).toBeGreaterThanOrEqual(32);
+        expect(counted.largest).toBeLessThanOrEqual(32 + counted.chunks - counted.scripts);
       }
     } finally {
       await locks.close();
@@ -112,3 +120,9 @@ describe('write batching', () => {
     }
   });
 });
+
+/** Whether a chunk written to the socket is a script call (ioredis writes each command as one RESP string). */
+function isScriptCall(chunk: unknown): boolean {
+  const text = typeof chunk === 'string' ? chunk : Buffer.isBuffer(chunk) ? chunk.toString('latin1', 0, 64) : '';
+  return /^\*\d+\r\n\$(7\r\nevalsha|4\r\neval)\r\n/i.test(text);
+}
