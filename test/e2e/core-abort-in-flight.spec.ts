@@ -11,10 +11,10 @@
  */
 import { getEventListeners } from 'node:events';
 import { DistributedLockModuleOptions, LockConnectionError, LockService } from '../../lib';
-import type { AcquireOutcome } from '../../lib/observability/lock-metrics';
 import { pingOnce } from '../harness/redis-ping';
 import { TcpProxy } from '../harness/tcp-proxy';
 import { faultSuite, startService } from './workers/support/fault-helpers';
+import { acquireOutcomesOf } from './workers/support/acquire-outcomes';
 import { grantedAndGivenBack, lockKeyState } from './workers/support/lock-key-state';
 import { hrMs, isAlive, pollUntil, sleep, timed } from './workers/support/timing';
 
@@ -65,18 +65,6 @@ describe('an abort while a Redis call of the acquisition is on the wire', () => 
     expect(isAlive(suite.redis.pid)).toBe(true);
   }
 
-  /** Outcomes the service reported to its metrics, in order. */
-  function outcomesOf(service: LockService): AcquireOutcome[] {
-    const outcomes: AcquireOutcome[] = [];
-    const metrics = service.engine.metrics;
-    const report = metrics.acquireFinished.bind(metrics);
-    jest.spyOn(metrics, 'acquireFinished').mockImplementation((record) => {
-      outcomes.push(record.outcome);
-      report(record);
-    });
-    return outcomes;
-  }
-
   /**
    * Starts `call` with a signal, aborts it with a reason of its own once `whenOnWire` resolves (default: ABORT_AFTER
    * ms), and reports how the call ended and how long after the abort.
@@ -119,7 +107,7 @@ describe('an abort while a Redis call of the acquisition is on the wire', () => 
 
   it('1a: Redis frozen during the first attempt on a free key: rejects at the abort; after the thaw the grant is given back', async () => {
     const locks = await makeService();
-    const outcomes = outcomesOf(locks);
+    const outcomes = acquireOutcomesOf(locks);
     suite.redis.pause();
     await expectFrozen();
 
@@ -167,7 +155,7 @@ describe('an abort while a Redis call of the acquisition is on the wire', () => 
   it('1c: frozen past commandTimeout after the abort: the late LockConnectionError goes nowhere, and the key is still given back', async () => {
     const SHORT_TIMEOUT = 400;
     const locks = await makeService({ commandTimeout: SHORT_TIMEOUT });
-    const outcomes = outcomesOf(locks);
+    const outcomes = acquireOutcomesOf(locks);
     suite.redis.pause();
     await expectFrozen();
 
@@ -185,7 +173,7 @@ describe('an abort while a Redis call of the acquisition is on the wire', () => 
 
   it('2: an attempt delayed on the way that succeeds after the abort: rejects at the abort, the key is free at once, close() waits for nothing', async () => {
     const locks = await makeService({ redis: proxy.url });
-    const outcomes = outcomesOf(locks);
+    const outcomes = acquireOutcomesOf(locks);
     proxy.setDelay(DELAY);
 
     const result = await abortMidCall('acquire over a slow link', (signal) => locks.acquire('s1', { signal }));

@@ -11,11 +11,11 @@
 import { getEventListeners } from 'node:events';
 import type Redis from 'ioredis';
 import { LockService } from '../../lib';
-import type { AcquireOutcome } from '../../lib/observability/lock-metrics';
 import { lockRedisKeys } from '../../lib/redis/lock-redis-keys';
 import { pingOnce } from '../harness/redis-ping';
 import { RedlockNodes } from '../harness/redlock-nodes';
 import { UnhandledRejections } from './workers/support/fault-helpers';
+import { acquireOutcomesOf } from './workers/support/acquire-outcomes';
 import { grantedAndGivenBack, lockKeyState } from './workers/support/lock-key-state';
 import { SettleTracker } from './workers/support/settle-tracker';
 import { hrMs, isAlive, pollUntil, sleep, timed, TimerLateness } from './workers/support/timing';
@@ -84,17 +84,6 @@ describe('Redlock: an abort while node calls of the acquisition are on the wire'
 
   const fencesOf = (key: string): Promise<number[]> => Promise.all(clients.map(async (c) => Number(await c.get(lockRedisKeys(PREFIX, key).fence))));
 
-  function outcomesOf(service: LockService): AcquireOutcome[] {
-    const outcomes: AcquireOutcome[] = [];
-    const metrics = service.engine.metrics;
-    const report = metrics.acquireFinished.bind(metrics);
-    jest.spyOn(metrics, 'acquireFinished').mockImplementation((record) => {
-      outcomes.push(record.outcome);
-      report(record);
-    });
-    return outcomes;
-  }
-
   function attemptsOf(service: LockService): { count: number } {
     const sent = { count: 0 };
     const store = service.engine.store;
@@ -127,7 +116,7 @@ describe('Redlock: an abort while node calls of the acquisition are on the wire'
 
   it('4a: every link slowed during the first attempt: rejects at the abort; the grants the attempt makes afterwards are deleted on every node', async () => {
     const locks = await makeService(nodes.urls);
-    const outcomes = outcomesOf(locks);
+    const outcomes = acquireOutcomesOf(locks);
     for (const p of nodes.proxies) p.setDelay(DELAY);
     const { abortedAtHr } = await abortMidCall('acquire over slow links', (signal) => locks.acquire('s', { signal }));
     expect(await pollUntil(() => givenBackEverywhere('s'), 4 * DELAY)).toBe(true);
@@ -145,7 +134,7 @@ describe('Redlock: an abort while node calls of the acquisition are on the wire'
 
   it('4b: two of three nodes frozen during the first attempt: rejects at the abort; after the thaw nothing is left on any node', async () => {
     const locks = await makeService(nodes.directUrls);
-    const outcomes = outcomesOf(locks);
+    const outcomes = acquireOutcomesOf(locks);
     nodes.servers[0].pause();
     nodes.servers[1].pause();
     for (const n of [0, 1]) {
@@ -168,7 +157,7 @@ describe('Redlock: an abort while node calls of the acquisition are on the wire'
 
   it('4d: two nodes frozen past the per-node bound: the give-back the attempt itself sends after the abort (keeping its place) is taken back too', async () => {
     const locks = await makeService(nodes.directUrls);
-    const outcomes = outcomesOf(locks);
+    const outcomes = acquireOutcomesOf(locks);
     nodes.servers[0].pause();
     nodes.servers[1].pause();
     expect(await pingOnce(nodes.servers[0].port, nodes.servers[0].host, 150)).toBe(false);
