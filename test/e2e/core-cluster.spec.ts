@@ -1,9 +1,9 @@
-import type { Socket } from 'node:net';
 import type { Cluster } from 'ioredis';
 import { LockService } from '../../lib';
 import { lockRedisKeys } from '../../lib/redis/lock-redis-keys';
 import { RedisCluster } from '../harness/redis-cluster';
 import { redisKeySlot } from '../harness/redis-key-slot';
+import { countSocketWrites } from '../harness/socket-writes';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -78,46 +78,20 @@ describe('Redis Cluster', () => {
   it('64 locks taken and released at once leave in batched writes on each master, and every one worked', async () => {
     const keys = Array.from({ length: 64 }, (_, i) => `batch:${i}`);
     await Promise.all((await Promise.all(keys.map((k) => locks.acquire(k)))).map((l) => l.release())); // scripts cached on every master
-    const counts = cluster.nodes('master').map((node) => countWrites(node.stream));
+    const counts = cluster.nodes('master').map((node) => countSocketWrites(node.stream));
     try {
       const held = await Promise.all(keys.map((k) => locks.acquire(k, { onBusy: 'throw' })));
       expect(await Promise.all(held.map((l) => l.release()))).toEqual(keys.map(() => true));
     } finally {
       counts.forEach((c) => c.stop());
     }
-    const commands = counts.reduce((n, c) => n + c.commands, 0);
-    const writes = counts.reduce((n, c) => n + c.writes, 0);
+    const commands = counts.reduce((n, c) => n + c.counted.chunks, 0);
+    const writes = counts.reduce((n, c) => n + c.counted.flushes, 0);
     expect(commands).toBe(2 * keys.length);
     // Each master got a share of the keys (3 masters, 64 slots' worth of keys).
-    expect(counts.filter((c) => c.commands > 0)).toHaveLength(3);
+    expect(counts.filter((c) => c.counted.chunks > 0)).toHaveLength(3);
     // The acquires leave in one turn, and so do the releases (their replies arrive together): a few writes per
     // master each time, where there was one per command.
     expect(writes).toBeLessThanOrEqual(commands / 4);
   });
 });
-
-/** Counts the writes Node hands `socket` (`_write`: one command; `_writev`: a batch) and the commands they carry. */
-function countWrites(socket: Socket): { writes: number; commands: number; stop: () => void } {
-  const target = socket as Socket & { _write: (...args: unknown[]) => unknown; _writev: (chunks: unknown[], cb: unknown) => unknown };
-  const write = target._write;
-  const writev = target._writev;
-  const counted = {
-    writes: 0,
-    commands: 0,
-    stop: () => {
-      target._write = write;
-      target._writev = writev;
-    },
-  };
-  target._write = function (this: Socket, ...args: unknown[]) {
-    counted.writes++;
-    counted.commands++;
-    return write.apply(this, args);
-  };
-  target._writev = function (this: Socket, chunks: unknown[], cb: unknown) {
-    counted.writes++;
-    counted.commands += chunks.length;
-    return writev.call(this, chunks, cb);
-  };
-  return counted;
-}

@@ -3,57 +3,18 @@
  * (lib/redis/write-batcher.ts), on one Redis and on each Redlock node; a lone call is written at once. Writes are counted where Node hands them to the socket (`_write` for one chunk,
  * `_writev` for a batch), on the service's own connection.
  */
-import type { Socket } from 'node:net';
 import type Redis from 'ioredis';
 import type { RedisLockStore } from '../../lib/redis/redis-lock-store';
 import { LockService } from '../../lib';
 import type { RedlockStore } from '../../lib/redis/redlock/redlock-store';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
 import { RedlockNodes } from '../harness/redlock-nodes';
+import { countSocketWrites } from '../harness/socket-writes';
 import { ServicePool } from './core-helpers';
 
-interface WriteCount {
-  flushes: number;
-  chunks: number;
-  /** Chunks that are script calls (EVALSHA or EVAL): the lock calls, without a startup check's INFO sent meanwhile. */
-  scripts: number;
-  /** Most commands one write carried. */
-  largest: number;
-}
-
-/** Counts what reaches `client`'s socket from now on (default: the service's connection); the returned function stops counting. */
-function countWrites(
-  service: LockService,
-  client = (service.engine.store as RedisLockStore).client as Redis,
-): { counted: WriteCount; stop: () => void } {
-  const socket = client.stream as Socket & {
-    _write: (...args: unknown[]) => unknown;
-    _writev: (chunks: unknown[], cb: unknown) => unknown;
-  };
-  const counted: WriteCount = { flushes: 0, chunks: 0, scripts: 0, largest: 0 };
-  const write = socket._write;
-  const writev = socket._writev;
-  socket._write = function (this: Socket, ...args: unknown[]) {
-    counted.flushes++;
-    counted.chunks++;
-    if (isScriptCall(args[0])) counted.scripts++;
-    counted.largest = Math.max(counted.largest, 1);
-    return write.apply(this, args);
-  };
-  socket._writev = function (this: Socket, chunks: unknown[], cb: unknown) {
-    counted.flushes++;
-    counted.chunks += chunks.length;
-    for (const entry of chunks) if (isScriptCall((entry as { chunk?: unknown }).chunk)) counted.scripts++;
-    counted.largest = Math.max(counted.largest, chunks.length);
-    return writev.call(this, chunks, cb);
-  };
-  return {
-    counted,
-    stop: () => {
-      socket._write = write;
-      socket._writev = writev;
-    },
-  };
+/** Counts what reaches `client`'s socket from now on (default: the service's connection). */
+function countWrites(service: LockService, client = (service.engine.store as RedisLockStore).client as Redis): ReturnType<typeof countSocketWrites> {
+  return countSocketWrites(client.stream);
 }
 
 describe('write batching', () => {
@@ -120,9 +81,3 @@ describe('write batching', () => {
     }
   });
 });
-
-/** Whether a chunk written to the socket is a script call (ioredis writes each command as one RESP string). */
-function isScriptCall(chunk: unknown): boolean {
-  const text = typeof chunk === 'string' ? chunk : Buffer.isBuffer(chunk) ? chunk.toString('latin1', 0, 64) : '';
-  return /^\*\d+\r\n\$(7\r\nevalsha|4\r\neval)\r\n/i.test(text);
-}
