@@ -18,6 +18,7 @@ import type { DeferTarget } from './defer-target';
 import type { DeferTargets } from './defer-targets';
 import { deferredMetricName } from './deferred-methods';
 import { runDeferredJob, type DeferredJobData } from './deferred-job-run';
+import { enqueueBound } from './enqueue-bound';
 import { enqueueFailure, enqueueNotSent, enqueueTimeout } from './enqueue-failure';
 import { isFinalFailure } from './final-failure';
 import { JobDrain, workerShutdownNotice } from './job-drain';
@@ -90,7 +91,7 @@ export class BullmqDeferQueue implements DeferJobQueue {
 
   private async add(target: DeferTarget, args: readonly unknown[], deferKey: readonly string[] | undefined): Promise<Deferred> {
     const { name, method } = target;
-    const encoded = encodeDeferredArguments(args, method.where);
+    const { data, jsonBytes } = encodeDeferredArguments(args, method.where);
     const jobId = deferKey ? deferKeyJobId(name, deferKey) : undefined;
     const { commandTimeout } = this.limits;
     // BullMQ holds an add until its connection is ready, however long that takes, and our deadline cannot
@@ -100,11 +101,13 @@ export class BullmqDeferQueue implements DeferJobQueue {
     if (this.queueConnection.status !== 'ready' && !(await waitUntilReady(this.queueConnection, commandTimeout))) {
       throw enqueueNotSent(name, this.queueConnection.status, commandTimeout);
     }
-    const left = Math.max(1, commandTimeout - (monotonicNow() - startedAt));
+    // Bounded like every command of the lock (a caller told "busy, deferred" must not wait on a Redis that is
+    // gone), with time for the arguments to be written.
+    const bound = enqueueBound(commandTimeout, jsonBytes);
+    const left = Math.max(1, bound - (monotonicNow() - startedAt));
     let id: string;
     try {
-      // Bounded like every command of the lock: a caller told "busy, deferred" must not wait on a Redis that is gone.
-      id = await withDeadline(this.store(name, encoded, jobId), left, () => enqueueTimeout(name, commandTimeout));
+      id = await withDeadline(this.store(name, data, jobId), left, () => enqueueTimeout(name, bound, commandTimeout));
     } catch (error) {
       throw enqueueFailure(name, error);
     }

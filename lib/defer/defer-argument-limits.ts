@@ -14,8 +14,8 @@ export const MAX_DEFERRED_ARGUMENT_DEPTH = 1000;
  * command and kept in Redis' memory until removed (a failed job stays): Redis refuses a bulk string over
  * `proto-max-bulk-len` (512 MB by default), V8 a string over about 512 M characters, and every copy made on the
  * way (the command, the script's copy, the worker's parse) counts. And the enqueue must be written within
- * commandTimeout: 63 MiB took over 2 s on a loaded 2-core machine, a LockConnectionError whose job may or may not
- * have been stored. 16 MiB stays well below all of them, and is more than a call's arguments need.
+ * its bound (enqueue-bound.ts): 63 MiB took over 2 s on a loaded 2-core machine. 16 MiB stays well below all of
+ * them, and is more than a call's arguments need.
  */
 export const MAX_DEFERRED_ARGUMENTS_BYTES = 16 * 1024 * 1024;
 /** MAX_DEFERRED_ARGUMENTS_BYTES as people write it. */
@@ -32,9 +32,10 @@ const tooLarge = (where: string, what: string): DeferArgumentError =>
 /**
  * Refuses arguments whose JSON is over MAX_DEFERRED_ARGUMENTS_BYTES, or too long for a JavaScript string at
  * all (JSON.stringify's RangeError). Checked at the call: left to the enqueue, the RangeError came out of
- * BullMQ and read as Redis trouble, "retry later", which no retry can get past.
+ * BullMQ and read as Redis trouble, "retry later", which no retry can get past. Returns the JSON's size in
+ * bytes (the enqueue's bound grows with it: enqueue-bound.ts).
  */
-export function assertStorableSize(args: readonly unknown[], where: string): void {
+export function assertStorableSize(args: readonly unknown[], where: string): number {
   let json: string;
   try {
     json = JSON.stringify(args);
@@ -46,4 +47,5 @@ export function assertStorableSize(args: readonly unknown[], where: string): voi
   // As Redis stores it: UTF-8, where a character may take up to 3 bytes.
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > MAX_DEFERRED_ARGUMENTS_BYTES) throw tooLarge(where, `${bytes} bytes as JSON`);
+  return bytes;
 }

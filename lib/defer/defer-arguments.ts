@@ -8,6 +8,12 @@ export interface EncodedArguments {
   readonly undefinedArgs: number[];
 }
 
+/** Encoded arguments, and the size of their JSON in bytes (what the enqueue writes). */
+export interface DeferredArgumentsEncoding {
+  readonly data: EncodedArguments;
+  readonly jsonBytes: number;
+}
+
 /**
  * Checks that every argument survives JSON unchanged and fits in a job, and encodes them; throws
  * DeferArgumentError naming the first that does not. Accepted: null, booleans, strings, finite numbers,
@@ -16,7 +22,7 @@ export interface EncodedArguments {
  * of JSON in all. An `undefined` property of an object is dropped (as JSON does); an `undefined` top-level
  * argument is restored; `undefined` inside an array is refused (it would arrive as null).
  */
-export function encodeDeferredArguments(args: readonly unknown[], where: string): EncodedArguments {
+export function encodeDeferredArguments(args: readonly unknown[], where: string): DeferredArgumentsEncoding {
   const undefinedArgs: number[] = [];
   args.forEach((arg, i) => {
     const root = `args[${i}]`;
@@ -24,8 +30,9 @@ export function encodeDeferredArguments(args: readonly unknown[], where: string)
     else assertReadable(() => assertJsonSafe(arg, root, 1, { where, root, ancestors: new Set() }), root, where);
   });
   const encoded = args.map((a) => (a === undefined ? null : a));
-  assertReadable(() => assertStorableSize(encoded, where), 'args', where);
-  return { args: encoded, undefinedArgs };
+  let jsonBytes = 0;
+  assertReadable(() => (jsonBytes = assertStorableSize(encoded, where)), 'args', where);
+  return { data: { args: encoded, undefinedArgs }, jsonBytes };
 }
 
 /**

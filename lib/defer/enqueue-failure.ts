@@ -1,10 +1,14 @@
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockConnectionError } from '../errors/lock-connection.error';
 
-/** The enqueue did not answer within `timeoutMs`: it may still have reached Redis (a frozen server). */
-export function enqueueTimeout(method: string, timeoutMs: number): LockConnectionError {
+/**
+ * The enqueue did not answer within `timeoutMs` (`commandTimeout`, plus time for large arguments: enqueue-bound.ts):
+ * it may still have reached Redis (a frozen server).
+ */
+export function enqueueTimeout(method: string, timeoutMs: number, commandTimeout: number): LockConnectionError {
+  const bound = timeoutMs === commandTimeout ? 'commandTimeout' : `commandTimeout ${commandTimeout} ms, plus time to write its arguments`;
   return new LockConnectionError(
-    `Redis did not answer the enqueue of ${method} within ${timeoutMs} ms (commandTimeout): the call was not run here, ` +
+    `Redis did not answer the enqueue of ${method} within ${timeoutMs} ms (${bound}): the call was not run here, ` +
       `and whether its job was stored is unknown. Retry the call later; a deferKey makes a retry of the same request one job.`,
     'enqueue',
   );

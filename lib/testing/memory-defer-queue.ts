@@ -61,7 +61,7 @@ export class MemoryDeferQueue implements DeferJobQueue {
     let job: MemoryDeferredJob;
     try {
       // Stored as JSON, as BullMQ stores it: the job gets a copy, not the caller's objects.
-      const data = JSON.parse(JSON.stringify({ method: name, ...encodeDeferredArguments(args, method.where) })) as DeferredJobData;
+      const data = JSON.parse(JSON.stringify({ method: name, ...encodeDeferredArguments(args, method.where).data })) as DeferredJobData;
       job = deferKey ? this.jobForDeferKey(deferKeyJobId(name, deferKey), data) : this.add(String(this.nextId++), data);
     } catch (error) {
       return Promise.reject(error);

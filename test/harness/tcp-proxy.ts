@@ -51,7 +51,8 @@ class Pipe {
     }
     const now = Date.now();
     const extra = this.carriesPubSub() ? this.proxy.subscriberDelayMs() : 0;
-    const due = Math.max(this.lastDue, now + this.proxy.delayMs() + this.proxy.jitterSample() + extra);
+    // A chunk leaves once the one ahead of it did and its own delay is over, then takes its time on the wire.
+    const due = Math.max(this.lastDue, now + this.proxy.delayMs() + this.proxy.jitterSample() + extra) + this.proxy.wireMs(chunk.length);
     this.lastDue = due;
     this.proxy.noteQueued(due - now);
     this.queue.push({ due, chunk, seq: this.proxy.nextSeq() });
@@ -125,6 +126,8 @@ export class TcpProxy {
   private delay = 0;
   private jitter = 0;
   private subscriberDelay = 0;
+  /** Bytes per second each direction of each connection carries; 0: no limit. */
+  private bandwidth = 0;
   private holed = false;
   private losePubSub = false;
   private seq = 0;
@@ -183,6 +186,15 @@ export class TcpProxy {
    */
   setSubscriberDelay(ms: number): void {
     this.subscriberDelay = Math.max(0, ms);
+  }
+
+  /**
+   * Each direction of each connection carries at most `bytesPerSecond` (0: no limit): a chunk takes
+   * its length ÷ the rate on the wire, behind the chunks queued ahead of it. A slow link, where the
+   * time a command takes grows with its size.
+   */
+  setBandwidth(bytesPerSecond: number): void {
+    this.bandwidth = Math.max(0, bytesPerSecond);
   }
 
   /**
@@ -245,6 +257,11 @@ export class TcpProxy {
   /** @internal used by Pipe */
   jitterSample(): number {
     return this.jitter > 0 ? Math.random() * this.jitter : 0;
+  }
+
+  /** @internal used by Pipe: how long `bytes` take on the wire at the bandwidth set. */
+  wireMs(bytes: number): number {
+    return this.bandwidth > 0 ? (bytes * 1000) / this.bandwidth : 0;
   }
 
   /** @internal used by Pipe */
