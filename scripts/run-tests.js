@@ -3,13 +3,17 @@
 /**
  * `npm test`: every suite, as two jest processes side by side, each in band.
  *
- * `--detectOpenHandles` keeps jest in band, so one process runs the suites one after another: 699 s
- * in a full run here, 134 s of it the unit suites, which use about 0.7 of one core. Those run in a
- * lane of their own beside the rest (fault, integration and sample suites); each suite starts its
- * own redis-server processes on free ports, so the lanes share nothing but the machine. Measured on
- * 2 cores: 582 s for both (the unit lane done after 161 s). The fault suites stay in one lane: split
- * over two, they ran in 490 s, but CPU starvation failed timing-bound fault tests on a loaded machine.
- * The unit lane's output is printed once both lanes are done, so the two are never interleaved.
+ * `--detectOpenHandles` keeps jest in band, so one process runs the suites one after another. They run as two
+ * lanes side by side instead; each suite starts its own redis-server processes on free ports, so the lanes share
+ * nothing but the machine:
+ * - the fault suites (test/e2e core-, history-, redlock-, sentinel-, ...: processes killed, paused, partitioned,
+ *   with timing bounds on what the library does meanwhile). They stay in one lane: split over two, they ran in
+ *   490 s, but CPU starvation failed timing-bound fault tests on a loaded machine;
+ * - the unit suites (test/unit, about 0.7 of one core) and the integration suites that drive the Nest layer
+ *   (test/e2e locked-, terminus-, sample-: @Locked, defer, health, the demo), whose bounds carry 0.5–2 s of margin.
+ *   With the unit suites alone, this lane ended after 209 s of a 722 s fault lane (a clean-clone run of
+ *   2026-12-04); the integration suites took about 155 s of that fault lane.
+ * The second lane's output is printed once both lanes are done, so the two are never interleaved.
  *
  * With arguments (`npm test -- test/e2e/core-watchdog.spec.ts`, `-t name`, ...), or with
  * TEST_LANES=1, it is one plain `jest --runInBand --detectOpenHandles` with those arguments.
@@ -18,11 +22,12 @@ const { spawn } = require('node:child_process');
 
 const JEST = require.resolve('jest/bin/jest');
 const BASE_ARGS = ['--runInBand', '--detectOpenHandles'];
-const UNIT_SUITES = '/test/unit/';
+/** The second lane's suites (a path regex): test/unit, and the integration suites of the Nest layer. */
+const SECOND_LANE = '/test/unit/|/test/e2e/(locked|terminus|sample)-';
 
 const LANES = [
-  { name: 'fault, integration and sample suites (test/ but test/unit)', args: ['--testPathIgnorePatterns', UNIT_SUITES], live: true },
-  { name: 'unit suites (test/unit)', args: [UNIT_SUITES], live: false },
+  { name: 'fault suites (test/e2e but locked-, terminus-, sample-)', args: ['--testPathIgnorePatterns', SECOND_LANE], live: true },
+  { name: 'unit and integration suites (test/unit; test/e2e locked-, terminus-, sample-)', args: [SECOND_LANE], live: false },
 ];
 
 /** The `jest: N passed, N failed, N skipped` line of test/harness/summary-reporter.js. */
