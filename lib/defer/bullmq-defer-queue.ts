@@ -22,6 +22,7 @@ import { enqueueBound } from './enqueue-bound';
 import { enqueueFailure, enqueueNotSent, enqueueTimeout } from './enqueue-failure';
 import { isFinalFailure } from './final-failure';
 import { JobDrain, workerShutdownNotice } from './job-drain';
+import { deferredAtOfCompleted, deferredAtOfFailed } from './job-deferred-at';
 import { countJobRun, resetJobRuns, uncountJobRun } from './job-run-count';
 
 /** Completed jobs stay as long as they stand for repeated defers with their `deferKey`. */
@@ -43,6 +44,8 @@ export class BullmqDeferQueue implements DeferJobQueue {
   private readonly drain = new JobDrain();
   /** Enqueues in flight: close() lets them land before closing the connection they use. */
   private readonly adding = new Set<Promise<Deferred>>();
+  /** Ends of jobs being recorded (their start is read from Redis): close() lets them finish first, as enqueues. */
+  private readonly recording = new Set<Promise<void>>();
   private workerClosing?: Promise<void>;
   private closing?: Promise<void>;
 
@@ -201,7 +204,7 @@ export class BullmqDeferQueue implements DeferJobQueue {
       const { shutdownTimeout, commandTimeout } = this.limits;
       await this.closeWorker();
       // Each is bounded by commandTimeout already.
-      await Promise.allSettled([...this.adding]);
+      await Promise.allSettled([...this.adding, ...this.recording]);
       if (!(await settledWithin(this.queue.close(), shutdownTimeout))) {
         this.logger.warn(
           `Defer queue "${this.options.queueName}" did not close within ${shutdownTimeout} ms (Redis unreachable?): its connections are closed now.`,
@@ -273,10 +276,24 @@ export class BullmqDeferQueue implements DeferJobQueue {
     throw new this.bullmq.DelayedError();
   }
 
+  /**
+   * A job's end: `lock.deferred` and `lock.defer.duration`, recorded together once the job's start is read
+   * (job-deferred-at.ts: its enqueue, or the `deferKey` call that retried it after it failed for good; never the
+   * time it sat failed). A start that cannot be read or is not known gives no duration sample; the end still counts.
+   */
   private finished(job: Job<DeferredJobData>, targets: DeferTargets, outcome: 'completed' | 'failed'): void {
     const name = targets.metricName(job.data.method);
-    this.metrics.deferred(name, outcome);
-    this.metrics.deferDuration(name, outcome, Math.max(0, Date.now() - job.timestamp));
+    const endedAt = Date.now();
+    const { commandTimeout } = this.limits;
+    const readStart = outcome === 'completed' ? deferredAtOfCompleted : deferredAtOfFailed;
+    const reading = readStart(this.queue, this.queueConnection, job);
+    const start = withDeadline(reading, commandTimeout, () => new Error('not read within commandTimeout')).catch(() => undefined);
+    const recording = start.then((startedAt) => {
+      this.metrics.deferred(name, outcome);
+      if (startedAt !== undefined) this.metrics.deferDuration(name, outcome, Math.max(0, endedAt - startedAt));
+    });
+    this.recording.add(recording);
+    void recording.finally(() => this.recording.delete(recording));
   }
 
   private connect(role: BullmqConnectionRole): Redis {

@@ -45,7 +45,10 @@ export interface LockMetrics {
   renewal(name: string, outcome: RenewalOutcome): void;
   /** A deferred call was enqueued, retried (busy key or a throwing method), completed, or failed for good (dead letter). */
   deferred(name: string, outcome: DeferOutcome): void;
-  /** A deferred call finished (completed or failed for good) `ms` after it was enqueued. */
+  /**
+   * A deferred call finished (completed or failed for good) `ms` after the call that made its job run: the enqueue,
+   * or a `deferKey` call that retried the job after it failed for good (never the time it sat failed).
+   */
   deferDuration(name: string, outcome: 'completed' | 'failed', ms: number): void;
 }
 

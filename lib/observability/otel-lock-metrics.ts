@@ -60,7 +60,7 @@ function createInstruments(meter: Meter): Instruments {
     deferred: meter.createCounter(n.deferred, { description: "Deferred calls (onBusy 'defer') by outcome (enqueued, retried, completed, failed)." }),
     deferDuration: meter.createHistogram(n.deferDuration, {
       ...seconds,
-      description: 'Time from deferring a call to its completion or final failure.',
+      description: 'Time from deferring a call (or retrying its failed job by its deferKey) to its completion or final failure.',
     }),
   };
 }

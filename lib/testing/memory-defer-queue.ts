@@ -78,6 +78,7 @@ export class MemoryDeferQueue implements DeferJobQueue {
       // Failed for good: retried with all its attempts again, its first call's arguments and its last failure kept.
       job.attemptsMade = 0;
       job.finishedOn = undefined;
+      job.deferredAt = Date.now();
       this.toWaiting(job);
       return job;
     }
@@ -224,7 +225,7 @@ export class MemoryDeferQueue implements DeferJobQueue {
     job.finishedOn = Date.now();
     const name = this.metricName(job);
     metrics.deferred(name, outcome);
-    metrics.deferDuration(name, outcome, Math.max(0, job.finishedOn - job.timestamp));
+    metrics.deferDuration(name, outcome, Math.max(0, job.finishedOn - job.deferredAt));
     this.tellSettleWatchers();
   }
 

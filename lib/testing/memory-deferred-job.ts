@@ -10,8 +10,11 @@ export class MemoryDeferredJob {
   finishedOn?: number;
   result?: unknown;
   failedReason?: string;
-  /** Date.now() at enqueue (BullMQ's job timestamp): the start of `lock.defer.duration`. */
-  readonly timestamp = Date.now();
+  /**
+   * Date.now() when the job began standing for its call: its enqueue, or the `deferKey` call that retried it
+   * after it failed for good (as lib/defer/job-deferred-at.ts keeps it on BullMQ). The start of `lock.defer.duration`.
+   */
+  deferredAt = Date.now();
 
   constructor(
     readonly id: string,

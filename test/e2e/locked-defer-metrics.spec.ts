@@ -1,14 +1,16 @@
 /**
  * The defer metrics through a real OpenTelemetry SDK (MeterProvider + an in-memory reader), on a real Redis
  * with real BullMQ: `lock.deferred` by outcome (enqueued, retried, completed, failed) and `lock.defer.duration`
- * (enqueue to the end of the job) by outcome, named by the lock's template, never by its key.
+ * (from the call that enqueued the job, or retried it after it failed for good, to its end) by outcome, named by
+ * the lock's template, never by its key.
  */
 import { INestApplication, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import { Queue } from 'bullmq';
 import '../harness/quiet-logs';
 import { Deferred, DistributedLockModule, LockService, Locked } from '../../lib';
 import { LOCK_METRIC_NAMES } from '../../lib/observability/otel-lock-metrics';
-import { OtelCapture } from '../harness/otel-capture';
+import { OtelCapture, type Point } from '../harness/otel-capture';
 import { RedisProcess } from '../harness/redis-process';
 import { pollUntil, sleep } from '../unit/core-helpers';
 
@@ -17,6 +19,8 @@ const DURATION = LOCK_METRIC_NAMES.deferDuration;
 
 /** Calls of `flaky` so far, per id: it throws on its first run only. */
 const flakyRuns = new Map<string, number>();
+/** Whether `keyed` throws: its job fails for good while set. */
+let keyedFails = true;
 
 @Injectable()
 class Metered {
@@ -31,6 +35,12 @@ class Metered {
     const run = (flakyRuns.get(id) ?? 0) + 1;
     flakyRuns.set(id, run);
     if (run === 1) throw new Error('first run fails');
+    return id;
+  }
+
+  @Locked('keyed:<0>', { onBusy: 'defer', deferKey: 'keyed-request:<1>' })
+  async keyed(id: string, _requestId: string): Promise<string | Deferred> {
+    if (keyedFails) throw new Error('not yet');
     return id;
   }
 
@@ -55,6 +65,7 @@ describe("onBusy 'defer' metrics through a real OpenTelemetry MeterProvider", ()
     otel = new OtelCapture();
     otel.install();
     flakyRuns.clear();
+    keyedFails = true;
   });
   afterEach(async () => {
     await app?.close();
@@ -62,13 +73,14 @@ describe("onBusy 'defer' metrics through a real OpenTelemetry MeterProvider", ()
     await otel.uninstall();
   });
 
-  async function start(): Promise<{ metered: Metered; locks: LockService }> {
+  async function start(): Promise<{ metered: Metered; locks: LockService; queueName: string }> {
+    const queueName = `defer-metrics-${++testNo}`;
     @Module({
       imports: [
         DistributedLockModule.forRoot({
           redis: redis.url,
           keyPrefix: 'defer-metrics:',
-          defer: { queueName: `defer-metrics-${++testNo}`, attempts: 2, backoff: 20 },
+          defer: { queueName, attempts: 2, backoff: 20 },
         }),
       ],
       providers: [Metered],
@@ -77,8 +89,24 @@ describe("onBusy 'defer' metrics through a real OpenTelemetry MeterProvider", ()
     const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
     app = moduleRef.createNestApplication({ logger: ['error'] });
     await app.init();
-    return { metered: app.get(Metered), locks: app.get(LockService) };
+    return { metered: app.get(Metered), locks: app.get(LockService), queueName };
   }
+
+  /** Defers `keyed(id, requestId)` behind a held lock, then frees the key for the job. */
+  async function deferKeyed(metered: Metered, locks: LockService, id: string, requestId: string): Promise<Deferred> {
+    const held = await locks.acquire(`keyed:${id}`, { name: 'keyed:<0>' });
+    const deferred = await metered.keyed(id, requestId);
+    await held.release();
+    expect(deferred).toBeInstanceOf(Deferred);
+    return deferred as Deferred;
+  }
+
+  /** The keyed jobs' duration points, by outcome. */
+  async function keyedDurations(): Promise<Record<string, Point>> {
+    return Object.fromEntries((await otel.find(DURATION, { 'lock.name': 'keyed:<0>' })).map((p) => [p.attributes['lock.outcome'], p]));
+  }
+
+  const keyedEnds = (outcome: 'completed' | 'failed') => otel.total(DEFERRED, { 'lock.name': 'keyed:<0>', 'lock.outcome': outcome });
 
   it('enqueued when deferred, completed when the job ran; the duration spans the wait for the lock; named by template', async () => {
     const { metered, locks } = await start();
@@ -129,5 +157,45 @@ describe("onBusy 'defer' metrics through a real OpenTelemetry MeterProvider", ()
     ]);
     // One sample each: a retry is not an end, only the final outcome is timed.
     expect(durations.map((p) => p.value)).toEqual([1, 1]);
+  });
+
+  it('a deferKey job failed for good, then retried by a repeat of its call: one sample per call, the second timed from the repeat, not from the first enqueue', async () => {
+    const { metered, locks } = await start();
+    const first = await deferKeyed(metered, locks, 'k', 'r1');
+    expect(await pollUntil(async () => (await keyedEnds('failed')) === 1, 20_000, 25)).toBe(true);
+    const SAT_FAILED_MS = 2_000;
+    await sleep(SAT_FAILED_MS); // in BullMQ's failed set meanwhile: no call waits for it
+
+    keyedFails = false;
+    const repeat = await deferKeyed(metered, locks, 'k', 'r1');
+    expect(repeat.jobId).toBe(first.jobId); // the failed job, retried
+    expect(await pollUntil(async () => (await keyedEnds('completed')) === 1, 20_000, 25)).toBe(true);
+
+    const durations = await keyedDurations();
+    expect([durations.failed.value, durations.completed.value]).toEqual([1, 1]);
+    // Before: timed from the job's first enqueue (BullMQ keeps its timestamp), the time it sat failed included.
+    expect(durations.completed.max).toBeLessThan(SAT_FAILED_MS / 1000);
+    const counts = Object.fromEntries((await otel.find(DEFERRED, { 'lock.name': 'keyed:<0>' })).map((p) => [p.attributes['lock.outcome'], p.value]));
+    expect(counts).toEqual({ enqueued: 2, retried: 1, failed: 1, completed: 1 });
+  });
+
+  it("a job failed for good, then retried from outside the library (a dashboard's job.retry()): its end is counted, with no duration sample", async () => {
+    const { metered, locks, queueName } = await start();
+    const deferred = await deferKeyed(metered, locks, 'd', 'r1');
+    expect(await pollUntil(async () => (await keyedEnds('failed')) === 1, 20_000, 25)).toBe(true);
+    await sleep(500); // in the failed set meanwhile
+
+    keyedFails = false;
+    const queue = new Queue(queueName, { connection: { host: redis.host, port: redis.port } });
+    try {
+      await (await queue.getJob(deferred.jobId))!.retry('failed');
+      expect(await pollUntil(async () => (await keyedEnds('completed')) === 1, 20_000, 25)).toBe(true);
+    } finally {
+      await queue.close();
+    }
+    // When it was retried is not known: a sample from its first enqueue would count the time it sat failed.
+    const durations = await keyedDurations();
+    expect(durations.failed.value).toBe(1);
+    expect(durations.completed).toBeUndefined();
   });
 });

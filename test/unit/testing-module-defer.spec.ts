@@ -18,7 +18,9 @@ import {
   LockService,
   type DistributedLockModuleOptions,
 } from '../../lib';
+import { LOCK_METRIC_NAMES } from '../../lib/observability/otel-lock-metrics';
 import { DistributedLockTestingModule, LockTestingController } from '../../lib/testing';
+import { OtelCapture } from '../harness/otel-capture';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -289,6 +291,34 @@ describe('onBusy defer in DistributedLockTestingModule', () => {
     expect((await testing.deferredJobsSettled()).find((j) => j.id === failing.jobId)).toMatchObject({ state: 'completed', result: 'x' });
     expect(testing.deferredJobs()).toHaveLength(2);
     jest.restoreAllMocks();
+  });
+
+  it('lock.defer.duration of a deferKey job failed for good, then retried by a repeat of its call: timed from the repeat, as on BullMQ', async () => {
+    const otel = new OtelCapture();
+    otel.install();
+    try {
+      const { mailer, testing } = await start({ defer: { attempts: 1 } });
+      jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+      seen.failuresLeft = 1;
+      testing.hold('mail:1', { ttl: 50 });
+      const failing = (await mailer.sendOnce('1', 'r1', 'x')) as Deferred;
+      expect((await testing.deferredJobsSettled())[0]).toMatchObject({ id: failing.jobId, state: 'failed' });
+      const SAT_FAILED_MS = 500;
+      await sleep(SAT_FAILED_MS);
+      testing.hold('mail:1', { ttl: 50 });
+      expect(((await mailer.sendOnce('1', 'r1', 'y')) as Deferred).jobId).toBe(failing.jobId);
+      expect((await testing.deferredJobsSettled())[0]).toMatchObject({ state: 'completed' });
+
+      const durations = Object.fromEntries(
+        (await otel.find(LOCK_METRIC_NAMES.deferDuration, { 'lock.name': 'mail:<0>' })).map((p) => [p.attributes['lock.outcome'], p]),
+      );
+      expect([durations.failed.value, durations.completed.value]).toEqual([1, 1]);
+      // Before: timed from the first enqueue, the time the job sat failed included.
+      expect(durations.completed.max).toBeLessThan(SAT_FAILED_MS / 1000);
+    } finally {
+      jest.restoreAllMocks();
+      await otel.uninstall();
+    }
   });
 
   it("a job runs in the worker's context, not its caller's: the caller's locks are not the job's", async () => {
