@@ -32,7 +32,8 @@ export const MODULE_OPTION_KEYS = [
   'startupTimeout',
   'httpErrors',
   'defer',
-  // forRoot's extra (Nest normally strips it before the options reach us)
+  // forRoot's extra: Nest takes it out before the options reach a LockService, and one given to a LockService made
+  // by hand is refused (resolve-options.ts). Known, so that a misspelt one in forRoot is told its name.
   'isGlobal',
 ] as const;
 

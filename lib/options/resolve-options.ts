@@ -128,6 +128,7 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
   if ((options as LockOptions).name !== undefined) {
     throw new LockOptionsError('name', 'is not a module-wide option: it names one kind of lock; pass it per call or in @Locked options.');
   }
+  assertNoIsGlobal(options);
   assertKnownKeys('DistributedLockModule options', options, MODULE_OPTION_KEYS);
   const keyPrefix = resolveKeyPrefix(given(options.keyPrefix, LOCK_DEFAULTS.keyPrefix));
   const commandTimeout = assertIntegerMs('commandTimeout', given(options.commandTimeout, LOCK_DEFAULTS.commandTimeout), 1);
@@ -146,6 +147,24 @@ export function resolveModuleOptions(options: DistributedLockModuleOptions): Res
     httpErrors: assertBoolean('httpErrors', given(options.httpErrors, LOCK_DEFAULTS.httpErrors)),
     defaults: resolveLockOptions(BUILT_IN, options, 'DistributedLockModule', null),
   };
+}
+
+/**
+ * `isGlobal` never reaches a LockService through Nest: forRoot's module definition takes it out of the options it
+ * provides (an extra of ConfigurableModuleBuilder), and forRootAsync refuses one its factory returns
+ * (for-root-async-options.ts). One here was given to a LockService made by hand, which belongs to no module: it was
+ * accepted (a known key, for the near-miss suggestion of a misspelt forRoot option) and did nothing.
+ */
+function assertNoIsGlobal(options: DistributedLockModuleOptions): void {
+  const { isGlobal } = options as { isGlobal?: unknown };
+  if (isGlobal === undefined) return;
+  throw new LockOptionsError(
+    'isGlobal',
+    `is an option of DistributedLockModule.forRoot and forRootAsync: it decides whether the module Nest builds is global ` +
+      `(true, the default) or serves only the modules that import it (false). A LockService made by hand (new LockService(options), ` +
+      `or the testing module's createService(options)) belongs to no module, so nothing would read it: leave isGlobal out, or ` +
+      `import DistributedLockModule.forRoot({ isGlobal, redis, … }) and inject the LockService it provides.`,
+  );
 }
 
 /**

@@ -5,7 +5,7 @@ import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
 import type { RedisLockStore } from '../../lib/redis/redis-lock-store';
 import { DistributedLockModule, DistributedLockModuleOptions, LockLostError, LockOptionsError, LockService, LockServiceClosedError } from '../../lib';
-import { DistributedLockTestingModule } from '../../lib/testing';
+import { DistributedLockTestingModule, LockTestingController } from '../../lib/testing';
 import { RedisProcess, SharedRedis } from '../harness/redis-process';
 
 @Injectable()
@@ -135,6 +135,35 @@ describe('DistributedLockModule', () => {
     const scoped = DistributedLockModule.forRootAsync({ isGlobal: false, useFactory: () => ({ redis: redis.url }) });
     expect(scoped.global).toBe(false);
     expect(await compileError(scoped)).toBeUndefined();
+  });
+
+  it('isGlobal is refused by a LockService made by hand, which belongs to no module; forRoot and forRootAsync still take it', async () => {
+    const refusal =
+      'Invalid option "isGlobal": is an option of DistributedLockModule.forRoot and forRootAsync: it decides whether the module ' +
+      'Nest builds is global (true, the default) or serves only the modules that import it (false). A LockService made by hand ' +
+      "(new LockService(options), or the testing module's createService(options)) belongs to no module, so nothing would read it: " +
+      'leave isGlobal out, or import DistributedLockModule.forRoot({ isGlobal, redis, … }) and inject the LockService it provides.';
+    // Before: accepted without a word (a known key), and it did nothing. Refused before any connection is made.
+    for (const isGlobal of [true, false]) {
+      const build = () => new LockService({ redis: redis.url, isGlobal } as DistributedLockModuleOptions);
+      expect(build).toThrow(LockOptionsError);
+      expect(build).toThrow(refusal);
+    }
+    expect(() => new LockTestingController().createService({ isGlobal: true } as DistributedLockModuleOptions)).toThrow(refusal);
+
+    // Nest takes it out of the options it gives the LockService: forRoot and forRootAsync start, global, and lock.
+    for (const lockModule of [
+      DistributedLockModule.forRoot({ redis: redis.url, isGlobal: true }),
+      DistributedLockModule.forRootAsync({ isGlobal: true, useFactory: () => ({ redis: redis.url }) }),
+    ]) {
+      expect(lockModule.global).toBe(true);
+      const app = await Test.createTestingModule({ imports: [lockModule, FeatureModule] }).compile();
+      await app.init();
+      const lock = await app.get(Consumer).locks.acquire('module:is-global');
+      expect(lock.isHeld()).toBe(true);
+      await lock.release();
+      await app.close();
+    }
   });
 
   it('fails the bootstrap with a named option error', async () => {
