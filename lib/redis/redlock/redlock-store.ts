@@ -9,18 +9,13 @@ import type { RedlockNode } from './redlock-node';
 import { REDLOCK_SCRIPTS } from './redlock-scripts';
 import { queueKeysExpiry } from '../scripts/lua-functions';
 import { RedlockTickets } from './redlock-tickets';
+import { NodeAcquire, nodeAcquire } from './node-acquire';
 import { fenceProposal } from './fence-proposal';
 import { datedNodeHandover, NodeHandover } from './redlock-handovers';
 import type { Handover } from '../../core/handover-channel';
 import { monotonicNow } from '../../time/clock';
 import type { StoreProbe } from '../../core/store-probe';
 import { HEALTH_PROBE_TTL_MS, healthProbeKey } from '../health-probe';
-
-/** One node's answer to an acquire attempt. */
-type NodeAcquire =
-  | { kind: 'ours'; fence: number; validFor: number }
-  | { kind: 'busy'; holderTtl: number; position: number; lastFence: number; holder: string }
-  | { kind: 'recovering'; left: number };
 
 export interface RedlockStoreSettings {
   keyPrefix: string;
@@ -483,19 +478,6 @@ export class RedlockStore implements LockStore {
   private handoverArgs(keys: LockRedisKeys, token: string): CommandArg[] {
     return [keys.lock, keys.fence, keys.queue, keys.waiters, token, this.channelPrefix, fenceProposal()];
   }
-}
-
-function nodeAcquire(raw: unknown): NodeAcquire {
-  const reply = raw as Array<number | string>;
-  if (reply[0] === 1) return { kind: 'ours', fence: Number(reply[1]), validFor: Number(reply[2]) };
-  if (reply[0] === 2) return { kind: 'recovering', left: Number(reply[1]) };
-  return {
-    kind: 'busy',
-    holderTtl: Number(reply[1]),
-    position: Number(reply[2] ?? -1),
-    lastFence: Number(reply[3] ?? 0),
-    holder: String(reply[4] ?? ''),
-  };
 }
 
 /**
