@@ -67,7 +67,8 @@ export function askAll<N, T>(
 }
 
 /**
- * Votes that arrive after askAll resolved, kept until the caller, having decided, says what to do
+ * Votes that arrive after askAll resolved (and replies that came after a node's own deadline had failed
+ * the call: RedlockStore.acquire adds those), kept until the caller, having decided, says what to do
  * with them (`handle`), then handed to it as they come. A reply can be read between askAll's
  * resolution and the caller's continuation, so none may be dropped for arriving early.
  */
@@ -85,11 +86,6 @@ export class LateVotes<T> {
     const early = this.early;
     this.early = [];
     for (const [index, vote] of early) handler(index, vote);
-  }
-
-  /** Late votes need nothing (the attempt's outcome covers them). */
-  ignore(): void {
-    this.handle(() => undefined);
   }
 }
 

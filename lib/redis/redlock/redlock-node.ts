@@ -50,6 +50,11 @@ export class RedlockNode {
     this.writes = new WriteBatcher(client);
   }
 
+  /** The socket calls go out on now: another one after every reconnect (a reply on it to an older call is a replay). */
+  get connection(): unknown {
+    return (this.client as { stream?: unknown }).stream;
+  }
+
   /** `Redis at 127.0.0.1:6379`, as messages name it. */
   get target(): string {
     return this.state.target;
@@ -63,10 +68,21 @@ export class RedlockNode {
     this.refusal ??= new LockConnectionError(why, 'redlock node');
   }
 
-  run<T = unknown>(script: LuaScript, operation: string, keys: LockRedisKeys, args: CommandArg[], parse?: (reply: unknown) => T): Promise<T> {
+  /**
+   * One script call, bounded by this node's deadline. `late` gets the reply of a call the deadline already failed:
+   * a client you pass may send it again after a reconnect, so it can still run here (see late-answers.ts).
+   */
+  run<T = unknown>(
+    script: LuaScript,
+    operation: string,
+    keys: LockRedisKeys,
+    args: CommandArg[],
+    parse?: (reply: unknown) => T,
+    late?: (reply: unknown) => void,
+  ): Promise<T> {
     if (this.refusal) return Promise.reject(this.refusal);
     this.writes.beforeSend(this.deadlines.inFlight > 0);
-    return runBoundedScript(this.deadlines, this.scripts, script, operation, keys, args, parse, this.failOnNoScript);
+    return runBoundedScript(this.deadlines, this.scripts, script, operation, keys, args, parse, this.failOnNoScript, late);
   }
 
   /**

@@ -9,7 +9,9 @@ import type { RedlockNode } from './redlock-node';
 import { REDLOCK_SCRIPTS } from './redlock-scripts';
 import { queueKeysExpiry } from '../scripts/lua-functions';
 import { RedlockTickets } from './redlock-tickets';
+import { AcquisitionStand, lateAnswerAction } from './late-answers';
 import { NodeAcquire, nodeAcquire } from './node-acquire';
+import { WinsWithAnswersDue } from './wins-with-answers-due';
 import { fenceProposal } from './fence-proposal';
 import { datedNodeHandover, NodeHandover } from './redlock-handovers';
 import type { Handover } from '../../core/handover-channel';
@@ -45,7 +47,9 @@ export const nodeMarkerKey = (keyPrefix: string): string => `${keyPrefix}redlock
  *   token any granting node issued, written back to the granting nodes that issued less (owner-
  *   checked), and the lock counts only if the nodes that hold that token are still a majority (the
  *   argument is in docs/design.md). An attempt without a majority gives back what it got, keeping
- *   the waiter's place (ticket).
+ *   the waiter's place (ticket). A node's answer that comes after the attempt was decided, or after
+ *   the node's own deadline (a client you pass replays it after a reconnect), is given back on that
+ *   node or left to the holder by the rule in late-answers.ts.
  * - busy when a majority answered busy; `LockConnectionError` when fewer than a majority answered
  *   (it names how many did); a majority of answers that is neither (some granted, some busy) is busy
  *   with "ask again soon", since another waiter holds part of the vote.
@@ -62,6 +66,8 @@ export class RedlockStore implements LockStore {
   /** @internal Off only in the fencing test's control run, to show the inversion the write-back prevents. */
   fenceWriteBack = true;
   private readonly tickets: RedlockTickets;
+  /** @internal Public for tests: the locks won before every node answered, until released (wins-with-answers-due.ts). */
+  readonly winsWithAnswersDue = new WinsWithAnswersDue();
   private readonly marker: string;
   private readonly lease: CommandArg;
   /** queueKeysExpiry of the waiter lease. */
@@ -94,15 +100,21 @@ export class RedlockStore implements LockStore {
     if (joinQueue) args.push(this.lease, this.queueExpiry);
     const n = this.nodes.length;
     const sentAt = monotonicNow();
+    /** Answers that come after this attempt was decided, handled once it is (see late-answers.ts). */
     const late = new LateVotes<NodeAcquire>();
     /** The number of this attempt's call to each node (RedlockTickets), when waiting. */
     const calls: Array<number | undefined> = [];
+    /** The connection each node's call went out on (a late answer on another one is a replay after a reconnect). */
+    const sentOn: unknown[] = [];
+    let won: Won | undefined;
     // Decided at once when a majority agrees; once a majority answered without agreeing, the others get a
     // short grace (a frozen node must not cost every such attempt its whole bound); else each node's bound.
     const votes = await askAll(
       this.nodes,
       (node, i) => {
-        const call = node.run(REDLOCK_SCRIPTS.acquire, 'acquire', keys, args, nodeAcquire);
+        const overdue = (raw: unknown) => late.receive(i, { ok: true, value: nodeAcquire(raw) });
+        sentOn[i] = node.connection;
+        const call = node.run(REDLOCK_SCRIPTS.acquire, 'acquire', keys, args, nodeAcquire, overdue);
         if (!joinQueue) return call;
         const tracked = this.tickets.track(token, keys.lock, i, sentAt, call, placeAfterAttempt);
         calls[i] = this.tickets.lastCallTo(token, keys.lock, i);
@@ -118,12 +130,11 @@ export class RedlockStore implements LockStore {
       const stateError = votes.find((v) => v && !v.ok && v.error instanceof DistributedLockError && !(v.error instanceof LockConnectionError));
       if (stateError && !stateError.ok) throw stateError.error;
       if (count(votes, isOurs) >= this.quorum) {
-        // A node that answers after the majority granted holds it for us too, or not: release and
-        // renewals go to every node either way.
-        late.ignore();
-        const won = await this.fence(keys, token, votes);
+        won = await this.fence(keys, token, votes);
         if (won) {
           this.tickets.forget(token, keys.lock);
+          // A node that had not answered may still grant us: that answer is the holder's until the release.
+          if (votes.some((v) => !v?.ok)) this.winsWithAnswersDue.add(token, keys.lock);
           // Nodes that granted but are not counted (no write-back ack) are given back.
           this.giveBack(keys, token, ticket, false, won.uncounted);
           return { acquired: true, fence: won.fence, validFor: won.validFor };
@@ -141,19 +152,9 @@ export class RedlockStore implements LockStore {
       if (ours > 0 && !someoneElseHasMajority(votes, this.quorum)) this.votes.splitVotes++;
       // The nodes that granted us are given back. One still unanswered (decided early on a busy majority)
       // is given back once it answers, only if it granted us or failed to answer (it may have granted):
-      // a busy answer (the common case) wrote nothing to give back, or queued us, which a waiter keeps.
+      // a busy answer (the common case) wrote nothing to give back, or queued us, which a waiter keeps
+      // (late-answers.ts).
       if (ours > 0) this.giveBack(keys, token, ticket, joinQueue, indexesOf(votes, isOurs));
-      late.handle((index, vote) => {
-        if (vote.ok && vote.value.kind !== 'ours') return;
-        // A waiting acquisition gives a late grant back only while this attempt's call is the last it
-        // sent that node. A later attempt runs after it there and finds that grant ours: its own answer
-        // decides, and a give-back sent now would run after it and delete a lock it may have counted
-        // (a double grant). An acquisition that is over needs none: it won or was handed the lock (the
-        // grant is part of its hold, freed by its release), or it was abandoned or released on every
-        // node after this call.
-        if (joinQueue && !this.tickets.isLastCall(token, keys.lock, index, calls[index])) return;
-        this.giveBack(keys, token, ticket, joinQueue, [index]);
-      });
       const answered = count(votes);
       const recovering = count(votes, (r) => r.kind === 'recovering');
       if (count(votes, isBusy) < this.quorum && answered - recovering < this.quorum) {
@@ -164,7 +165,43 @@ export class RedlockStore implements LockStore {
     } catch (error) {
       this.tickets.forget(token, keys.lock);
       throw error;
+    } finally {
+      // Once the outcome is recorded (won, waiting, over), each late answer is judged by where the acquisition stands
+      // when it comes. An acquisition that won or waits sends every node a clean-up when it ends, behind this attempt's
+      // call on that node's connection, unless the node reconnected since (what was sent while it was down was refused).
+      const endCleansUp = won !== undefined || joinQueue;
+      late.handle((index, vote) => {
+        const cleanedUpAfter = endCleansUp && this.nodes[index].connection === sentOn[index];
+        this.answerLate(keys, token, ticket, index, calls[index], vote, cleanedUpAfter);
+      });
     }
+  }
+
+  /**
+   * One node's answer to attempt call `call` (RedlockTickets; undefined when not waiting) that came after the
+   * attempt was decided, or after the node's deadline failed the call: given back or abandoned on that node, or
+   * left, by lateAnswerAction's rule (late-answers.ts).
+   */
+  private answerLate(
+    keys: LockRedisKeys,
+    token: string,
+    ticket: string,
+    index: number,
+    call: number | undefined,
+    vote: Vote<NodeAcquire>,
+    cleanedUpAfter: boolean,
+  ): void {
+    const lastCall = this.tickets.isLastCall(token, keys.lock, index, call);
+    const action = lateAnswerAction(vote, this.standOf(token, keys.lock), lastCall, cleanedUpAfter);
+    if (action === 'give-back') this.giveBack(keys, token, ticket, true, [index]);
+    else if (action === 'abandon') this.giveBack(keys, token, ticket, false, [index]);
+  }
+
+  /** Where `token`'s acquisition of `lock` stands now (see AcquisitionStand). */
+  private standOf(token: string, lock: string): AcquisitionStand {
+    const waiting = this.tickets.standOf(token, lock);
+    if (waiting === 'handed-over' || this.winsWithAnswersDue.has(token, lock)) return 'holding';
+    return waiting ?? 'over';
   }
 
   /** One node's handover message to a waiter, heard at `heardAt`, dated by the place that node last confirmed (redlock-handovers.ts). */
@@ -187,11 +224,7 @@ export class RedlockStore implements LockStore {
    * The fencing write-back. Returns the token, lease and the granting nodes left out of the count, or
    * undefined when the nodes that hold the token are no longer a majority.
    */
-  private async fence(
-    keys: LockRedisKeys,
-    token: string,
-    votes: ReadonlyArray<Vote<NodeAcquire> | undefined>,
-  ): Promise<{ fence: number; validFor: number; uncounted: number[] } | undefined> {
+  private async fence(keys: LockRedisKeys, token: string, votes: ReadonlyArray<Vote<NodeAcquire> | undefined>): Promise<Won | undefined> {
     const granted: Array<{ index: number; fence: number; validFor: number }> = [];
     votes.forEach((v, index) => {
       if (v?.ok && v.value.kind === 'ours') granted.push({ index, fence: v.value.fence, validFor: v.value.validFor });
@@ -303,6 +336,7 @@ export class RedlockStore implements LockStore {
 
   async release(keys: LockRedisKeys, token: string): Promise<ReleaseOutcome> {
     this.tickets.forget(token, keys.lock);
+    this.winsWithAnswersDue.delete(token, keys.lock);
     const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.marker, token, this.channelPrefix, fenceProposal(), this.recovery];
     const n = this.nodes.length;
     const votes = await askAll(
@@ -341,6 +375,7 @@ export class RedlockStore implements LockStore {
 
   async abandon(keys: LockRedisKeys, token: string): Promise<void> {
     this.tickets.forget(token, keys.lock);
+    this.winsWithAnswersDue.delete(token, keys.lock);
     const args = this.handoverArgs(keys, token);
     const votes = await askAll(this.nodes, (node) => node.run(REDLOCK_SCRIPTS.abandon, 'abandon', keys, args));
     if (count(votes) < this.quorum) throw this.fewAnswers('abandon', keys, votes);
@@ -494,6 +529,13 @@ function placeAfterAttempt(reply: NodeAcquire): number | undefined {
 function placeAfterGiveBack(reply: unknown): number | undefined {
   const lastFence = Number(reply);
   return Number.isSafeInteger(lastFence) && lastFence >= 0 ? lastFence : undefined;
+}
+
+/** A won attempt: its fencing token and lease, and the granting nodes left out of the count (given back). */
+interface Won {
+  fence: number;
+  validFor: number;
+  uncounted: number[];
 }
 
 /** AcquireReply holderTtl: no owner holds a majority of the nodes (see LockStore). */

@@ -96,6 +96,16 @@ export class RedlockTickets {
   }
 
   /**
+   * Where this acquisition is, as far as tickets know: still waiting, handed the lock by a majority of handovers
+   * (it holds the lock until its release forgets the ticket), or undefined: over, or won by an attempt.
+   */
+  standOf(token: string, lock: string): 'waiting' | 'handed-over' | undefined {
+    const known = this.tickets.get(`${token} ${lock}`);
+    if (!known) return undefined;
+    return known.handedOver ? 'handed-over' : 'waiting';
+  }
+
+  /**
    * Tracks `call` to node `node` (an attempt, or a give-back keeping the place), sent at `sentAt`:
    * until it answers, that node's handovers cannot be dated (it may run after a handover and undo it:
    * a give-back deletes a lock that is ours). Its answer records the place it left (`placeOf`:
