@@ -174,6 +174,7 @@ class RedisBackend implements LockBackend {
   }
 
   async close(): Promise<void> {
+    this.store.close();
     await this.wakeChannel.close();
     if (this.connection.owned) await closeConnection(this.connection.client, this.context.settings.shutdownTimeout);
   }

@@ -13,6 +13,7 @@ import { CommandArg, isNoScript, LuaScript, PipelineResults, ScriptRunner } from
 import { connectedReplicasOf, ReplicaAcks, timedOutBehindWaits } from './replica-acks';
 import { probeRedis } from './health-probe';
 import { aclRefusalOf } from './permission-check';
+import { GiveBacksAfterReconnect } from './give-backs-after-reconnect';
 import { WriteBatcher } from './write-batcher';
 import { LOCK_SCRIPTS } from './scripts';
 import { queueKeysExpiry } from './scripts/lua-functions';
@@ -42,6 +43,8 @@ export class RedisLockStore implements LockStore {
   private readonly deadlines: CommandDeadlines;
   private readonly scripts: ScriptRunner;
   private readonly writes: WriteBatcher;
+  /** Clean-ups the connection failed, sent again once it is back (see give-backs-after-reconnect.ts). */
+  readonly giveBacksAfterReconnect: GiveBacksAfterReconnect;
   private readonly waiterLease: CommandArg;
   /** queueKeysExpiry of the waiter lease. */
   private readonly queueExpiry: CommandArg;
@@ -64,6 +67,12 @@ export class RedisLockStore implements LockStore {
     this.deadlines = new CommandDeadlines(commandTimeout, gate);
     this.scripts = new ScriptRunner(client);
     this.writes = new WriteBatcher(client);
+    this.giveBacksAfterReconnect = new GiveBacksAfterReconnect(client, (keys, token) => this.abandon(keys, token));
+  }
+
+  /** Shutdown, once the drain is over: nothing is sent again after a reconnect any more. */
+  close(): void {
+    this.giveBacksAfterReconnect.close();
   }
 
   keysFor(key: string): LockRedisKeys {
@@ -144,9 +153,12 @@ export class RedisLockStore implements LockStore {
     if (typeof reply === 'number' && reply >= 2) this.passOnStale(keys);
   }
 
-  /** abandon(), fire-and-forget: failures only mean the queue place or lease lapse by themselves. */
+  /**
+   * abandon(), fire-and-forget. One the connection failed is sent again once it is back (an acquire whose reply was
+   * lost with it may have taken the key); otherwise a failure only means the queue place or lease lapse by themselves.
+   */
   abandonQuietly(keys: LockRedisKeys, token: string): void {
-    this.abandon(keys, token).catch(() => undefined);
+    this.abandon(keys, token).catch((error: unknown) => this.giveBacksAfterReconnect.failed(keys, token, error));
   }
 
   /**
