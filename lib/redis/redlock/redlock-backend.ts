@@ -224,6 +224,7 @@ export class RedlockBackend implements LockBackend {
   }
 
   async close(): Promise<void> {
+    this.store.close();
     await this.wakeChannel.close();
     const { shutdownTimeout } = this.context.settings;
     await Promise.all(this.nodes.filter((n) => n.owned).map((n) => closeConnection(n.client, shutdownTimeout)));

@@ -18,6 +18,7 @@ import type { Handover } from '../../core/handover-channel';
 import { monotonicNow } from '../../time/clock';
 import type { StoreProbe } from '../../core/store-probe';
 import { HEALTH_PROBE_TTL_MS, healthProbeKey } from '../health-probe';
+import { GiveBacksAfterReconnect } from '../give-backs-after-reconnect';
 
 export interface RedlockStoreSettings {
   keyPrefix: string;
@@ -68,6 +69,11 @@ export class RedlockStore implements LockStore {
   private readonly tickets: RedlockTickets;
   /** @internal Public for tests: the locks won before every node answered, until released (wins-with-answers-due.ts). */
   readonly winsWithAnswersDue = new WinsWithAnswersDue();
+  /**
+   * Per node, the clean-ups of ended acquisitions its connection refused, sent again at its next `ready`
+   * (give-backs-after-reconnect.ts; see `abandonOn`).
+   */
+  readonly giveBacksAfterReconnect: readonly GiveBacksAfterReconnect[];
   private readonly marker: string;
   private readonly lease: CommandArg;
   /** queueKeysExpiry of the waiter lease. */
@@ -87,6 +93,14 @@ export class RedlockStore implements LockStore {
     this.queueExpiry = queueKeysExpiry(settings.waiterLease);
     this.recovery = String(settings.nodeRecoveryDelay);
     this.probeKey = healthProbeKey(settings.keyPrefix);
+    this.giveBacksAfterReconnect = nodes.map(
+      (node) => new GiveBacksAfterReconnect(node.client, (keys, token) => this.abandonScript(node, keys, token).then(() => undefined)),
+    );
+  }
+
+  /** Shutdown, once the drain is over: nothing is sent again after a reconnect any more. */
+  close(): void {
+    for (const kept of this.giveBacksAfterReconnect) kept.close();
   }
 
   keysFor(key: string): LockRedisKeys {
@@ -136,10 +150,10 @@ export class RedlockStore implements LockStore {
           // A node that had not answered may still grant us: that answer is the holder's until the release.
           if (votes.some((v) => !v?.ok)) this.winsWithAnswersDue.add(token, keys.lock);
           // Nodes that granted but are not counted (no write-back ack) are given back.
-          this.giveBack(keys, token, ticket, false, won.uncounted);
+          this.giveBack(keys, token, ticket, 'holding', won.uncounted);
           return { acquired: true, fence: won.fence, validFor: won.validFor };
         }
-        this.giveBack(keys, token, ticket, joinQueue);
+        this.giveBack(keys, token, ticket, joinQueue ? 'keep-place' : 'over');
         // A node died or stalled between the grant and the write-back: a waiter keeps its place and asks again.
         if (joinQueue) return { acquired: false, holderTtl: -1, position: 0, lastFence: 0 };
         throw new LockConnectionError(
@@ -154,7 +168,7 @@ export class RedlockStore implements LockStore {
       // is given back once it answers, only if it granted us or failed to answer (it may have granted):
       // a busy answer (the common case) wrote nothing to give back, or queued us, which a waiter keeps
       // (late-answers.ts).
-      if (ours > 0) this.giveBack(keys, token, ticket, joinQueue, indexesOf(votes, isOurs));
+      if (ours > 0) this.giveBack(keys, token, ticket, joinQueue ? 'keep-place' : 'over', indexesOf(votes, isOurs));
       const answered = count(votes);
       const recovering = count(votes, (r) => r.kind === 'recovering');
       if (count(votes, isBusy) < this.quorum && answered - recovering < this.quorum) {
@@ -193,8 +207,8 @@ export class RedlockStore implements LockStore {
   ): void {
     const lastCall = this.tickets.isLastCall(token, keys.lock, index, call);
     const action = lateAnswerAction(vote, this.standOf(token, keys.lock), lastCall, cleanedUpAfter);
-    if (action === 'give-back') this.giveBack(keys, token, ticket, true, [index]);
-    else if (action === 'abandon') this.giveBack(keys, token, ticket, false, [index]);
+    if (action === 'give-back') this.giveBack(keys, token, ticket, 'keep-place', [index]);
+    else if (action === 'abandon') this.giveBack(keys, token, ticket, 'over', [index]);
   }
 
   /** Where `token`'s acquisition of `lock` stands now (see AcquisitionStand). */
@@ -250,37 +264,73 @@ export class RedlockStore implements LockStore {
   }
 
   /**
-   * Gives back the nodes of an attempt that is not counted, owner-checked, on `only` (default: all).
-   * A queued waiter keeps its place (same ticket), so every waiter's next attempt still agrees on
-   * who is first; a one-shot attempt leaves like abandon. Not awaited: each node runs it after the
-   * attempt (same connection, in order), and a failure only means the grant lapses by its lease.
+   * Gives back the nodes of an attempt that is not counted, owner-checked, on `only` (default: all), as `kind` says
+   * (GiveBackKind). A queued waiter keeps its place (same ticket), so every waiter's next attempt still agrees on
+   * who is first; otherwise it leaves like abandon. Not awaited: each node runs it after the attempt (same
+   * connection, in order), and a failure only means the grant lapses by its lease, or, for an acquisition that is
+   * over, that the node gets it again once its connection is back (abandonOn).
    */
-  private giveBack(keys: LockRedisKeys, token: string, ticket: string, keepPlace: boolean, only?: number[]): void {
+  private giveBack(keys: LockRedisKeys, token: string, ticket: string, kind: GiveBackKind, only?: number[]): void {
     const targets = only ?? this.nodes.map((_, i) => i);
     const sentAt = monotonicNow();
     for (const i of targets) {
       const node = this.nodes[i];
-      const call = keepPlace
-        ? this.tickets.track(
-            token,
-            keys.lock,
-            i,
-            sentAt,
-            node.run(REDLOCK_SCRIPTS.giveBack, 'abandon', keys, [
-              keys.lock,
-              keys.fence,
-              keys.queue,
-              keys.waiters,
+      const call =
+        kind === 'keep-place'
+          ? this.tickets.track(
               token,
-              ticket,
-              this.lease,
-              this.queueExpiry,
-            ]),
-            placeAfterGiveBack,
-          )
-        : node.run(REDLOCK_SCRIPTS.abandon, 'abandon', keys, this.handoverArgs(keys, token));
+              keys.lock,
+              i,
+              sentAt,
+              node.run(REDLOCK_SCRIPTS.giveBack, 'abandon', keys, [
+                keys.lock,
+                keys.fence,
+                keys.queue,
+                keys.waiters,
+                token,
+                ticket,
+                this.lease,
+                this.queueExpiry,
+              ]),
+              placeAfterGiveBack,
+            )
+          : kind === 'over'
+            ? this.abandonOn(i, keys, token)
+            : this.abandonScript(node, keys, token);
       call.catch(() => undefined);
     }
+  }
+
+  /**
+   * The abandon script on one node: leaves its queue, frees its lock if `token` holds it (owner-checked). `args`:
+   * handoverArgs, shared by the nodes of one abandon (one fence proposal, as a release sends).
+   */
+  private abandonScript(node: RedlockNode, keys: LockRedisKeys, token: string, args = this.handoverArgs(keys, token)): Promise<unknown> {
+    return node.run(REDLOCK_SCRIPTS.abandon, 'abandon', keys, args);
+  }
+
+  /**
+   * The abandon of an acquisition that is over (failed, busy without waiting, released or abandoned) on node `index`.
+   * One the node's connection refused (it was down: the reset that lost an acquire's reply after the node granted it)
+   * is sent again at that node's next `ready`, while the lease the token carries could still run: else the node held
+   * the key for the whole ttl for a token nobody uses, a stray vote (exclusion held, but with 3 nodes, that plus one
+   * node down failed every acquire of the key). Only an ended acquisition's: its token is never used again, so the
+   * abandon is safe whenever it runs. A waiter's give-back (it keeps the place) must never run after a later attempt
+   * of the same acquisition (late-answers.ts), and a holder's grants are its own until the release: neither is kept.
+   */
+  private abandonOn(index: number, keys: LockRedisKeys, token: string, args?: CommandArg[]): Promise<unknown> {
+    return this.endingCall(index, keys, token, this.abandonScript(this.nodes[index], keys, token, args));
+  }
+
+  /**
+   * `call`, a call that ends `token`'s acquisition on node `index` (its release or abandon): one the node's
+   * connection failed leaves an abandon kept for that node's reconnect.
+   */
+  private endingCall<T>(index: number, keys: LockRedisKeys, token: string, call: Promise<T>): Promise<T> {
+    return call.catch((error: unknown) => {
+      this.giveBacksAfterReconnect[index].failed(keys, token, error);
+      throw error;
+    });
   }
 
   /**
@@ -341,7 +391,8 @@ export class RedlockStore implements LockStore {
     const n = this.nodes.length;
     const votes = await askAll(
       this.nodes,
-      (node) => node.run(REDLOCK_SCRIPTS.release, 'release', keys, args, Number),
+      // The acquisition is over from here on: a node that refused its release (it was down) gets an abandon at its reconnect.
+      (node, i) => this.endingCall(i, keys, token, node.run(REDLOCK_SCRIPTS.release, 'release', keys, args, Number)),
       // A frozen node does not hold the caller up once a majority released (its release runs when it thaws).
       (v) => count(v, (r) => r === 1 || r === 2) >= this.quorum || count(v, (r) => r === 0) > n - this.quorum,
     );
@@ -377,7 +428,7 @@ export class RedlockStore implements LockStore {
     this.tickets.forget(token, keys.lock);
     this.winsWithAnswersDue.delete(token, keys.lock);
     const args = this.handoverArgs(keys, token);
-    const votes = await askAll(this.nodes, (node) => node.run(REDLOCK_SCRIPTS.abandon, 'abandon', keys, args));
+    const votes = await askAll(this.nodes, (_, i) => this.abandonOn(i, keys, token, args));
     if (count(votes) < this.quorum) throw this.fewAnswers('abandon', keys, votes);
   }
 
@@ -530,6 +581,14 @@ function placeAfterGiveBack(reply: unknown): number | undefined {
   const lastFence = Number(reply);
   return Number.isSafeInteger(lastFence) && lastFence >= 0 ? lastFence : undefined;
 }
+
+/**
+ * How a give-back leaves a node. `keep-place`: a waiter's, keeping its queue place (ticket); never sent again after a
+ * reconnect, where it could run after a later attempt of the same acquisition. `holding`: a won lock's grants left out
+ * of the count; the token still holds the lock, and a renewal may take that node back for it, so never sent again
+ * either. `over`: the acquisition ended; one the node's connection refused is sent again once it is back (abandonOn).
+ */
+type GiveBackKind = 'keep-place' | 'holding' | 'over';
 
 /** A won attempt: its fencing token and lease, and the granting nodes left out of the count (given back). */
 interface Won {
