@@ -124,11 +124,19 @@ export class RedisLockStore implements LockStore {
     return this.confirmedScript(LOCK_SCRIPTS.renew, 'acquire', keys, renewArgs(keys, token, ttl), isOne, (r) => r);
   }
 
-  /** Owner-checked release: whether it was still ours, and whether a waiter got it straight away. */
+  /**
+   * Owner-checked release: whether it was still ours, and whether a waiter got it straight away. One the connection
+   * refused (it was down) is sent again as an abandon once it is back (give-backs-after-reconnect.ts): the handle is
+   * released already and its token never used again, so the key need not stay taken until its lease lapses.
+   */
   release(keys: LockRedisKeys, token: string): Promise<ReleaseOutcome> {
-    return this.script(this.route.scripts.release, 'release', keys, this.handoverArgs(keys, token), (reply): ReleaseOutcome => {
+    const releasing = this.script(this.route.scripts.release, 'release', keys, this.handoverArgs(keys, token), (reply): ReleaseOutcome => {
       if (reply === 3) this.passOnStale(keys);
       return reply === 2 ? 'handed-over' : reply === 1 || reply === 3 ? 'freed' : 'not-owner';
+    });
+    return releasing.catch((error: unknown) => {
+      this.giveBacksAfterReconnect.failed(keys, token, error);
+      throw error;
     });
   }
 

@@ -9,7 +9,7 @@ export function unknownOutcome(operation: string): string {
       return 'The lock state is unknown; nothing ran under it.';
     case 'release':
     case 'shorten':
-      return 'The lock state is unknown: the work under the lock ran, and if the release did not reach Redis the key stays taken until its lease lapses.';
+      return 'The lock state is unknown: the work under the lock ran, and if the release did not reach Redis it is sent again once the connection is back, or the key stays taken until its lease lapses.';
     case 'renew':
     case 'extend':
       return 'The lock state is unknown: the work under the lock has run (or runs on), and the lease may not have been prolonged, so it may lapse at its deadline.';

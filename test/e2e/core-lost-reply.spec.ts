@@ -61,6 +61,26 @@ describe('an acquire whose reply is lost with its connection', () => {
     }
   }, 30_000);
 
+  it('a release refused while the connection was down is sent again once it is back: the key does not wait for its lease', async () => {
+    const locks = new LockService({ redis: proxy.url, ttl: TTL, commandTimeout: 3_000 });
+    const probe = redis.client();
+    try {
+      await locks.onModuleInit();
+      const lock = await locks.acquire('order:3');
+      proxy.blackhole(true);
+      proxy.resetAll();
+      // Before: "the key stays taken until its lease lapses" (20 s).
+      expect(await lock.release().catch((error: unknown) => error)).toBeInstanceOf(LockConnectionError);
+      // The fault happened: the release did not reach Redis.
+      expect(await probe.get('lock:{order:3}')).toMatch(new RegExp(`\\.${TTL}\\.`));
+      proxy.blackhole(false);
+      expect(await pollUntil(async () => (await probe.exists('lock:{order:3}')) === 0, 5_000)).toBe(true);
+    } finally {
+      proxy.blackhole(false);
+      await locks.close();
+    }
+  }, 30_000);
+
   it('a clean-up is not sent again once the lease it may have left is over', async () => {
     const locks = new LockService({ redis: proxy.url, ttl: 1_000, commandTimeout: 3_000 });
     const probe = redis.client();
