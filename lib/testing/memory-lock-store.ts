@@ -33,8 +33,8 @@ export class MemoryLockStore implements LockStore {
     return { key, lock: name, fence: name };
   }
 
-  /** ACQUIRE_SCRIPT. */
-  acquire(keys: LockKeys, token: string, ttl: number, joinQueue: boolean, retry: boolean): Promise<AcquireReply> {
+  /** ACQUIRE_SCRIPT (which finds its own token the same way on a retry and on a first attempt: `_retry` is not needed). */
+  acquire(keys: LockKeys, token: string, ttl: number, joinQueue: boolean, _retry: boolean): Promise<AcquireReply> {
     const now = monotonicNow();
     const state = this.space.stateOf(keys.lock, now);
     const lastFence = state.lastFence;
@@ -50,10 +50,11 @@ export class MemoryLockStore implements LockStore {
     };
     // Nobody queued before us: take it if it is free.
     if ((head === undefined || head === token) && !state.holder) return tookIt();
-    if (joinQueue && retry && state.holder?.token === token) {
-      // Handed to us by a release whose message we have not read yet: this attempt takes it with a full lease, as a
-      // free lock, as ACQUIRE_SCRIPT does (the handed lease may be nearly over: a message read late). It kept what was
-      // left of the handed lease, and lapsed where Redis still held the lock (memory-store-parity.spec.ts).
+    if (state.holder?.token === token) {
+      // Ours already: handed to us by a release whose message we have not read yet (a retry), or taken by this same
+      // call's earlier run whose reply was lost (a first attempt sent again). This attempt takes it with a full lease,
+      // as a free lock, as ACQUIRE_SCRIPT does (the handed lease may be nearly over: a message read late). It kept what
+      // was left of the handed lease, and lapsed where Redis still held the lock (memory-store-parity.spec.ts).
       state.holder.expiresAt = now + ttl;
       return Promise.resolve({ acquired: true, fence: lastFence, validFor: ttl });
     }

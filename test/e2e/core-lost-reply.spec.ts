@@ -5,7 +5,8 @@
  * its whole ttl by a token nobody uses, and every other service was told "busy". The clean-up is now sent again once
  * the connection is back (lib/redis/give-backs-after-reconnect.ts).
  */
-import { LockBusyError, LockConnectionError, LockService } from '../../lib';
+import Redis from 'ioredis';
+import { Lock, LockBusyError, LockConnectionError, LockService } from '../../lib';
 import { RedisProcess } from '../harness/redis-process';
 import { TcpProxy } from '../harness/tcp-proxy';
 import { pollUntil, sleep } from '../unit/core-helpers';
@@ -58,6 +59,34 @@ describe('an acquire whose reply is lost with its connection', () => {
       proxy.setDelay(0);
       await locks.close();
       await other.close();
+    }
+  }, 30_000);
+
+  it('a client you pass sends the acquire again after the reset: the key its first run took is its grant, not "busy"', async () => {
+    // ioredis' defaults (autoResendUnfulfilledCommands) send the acquire again on the new connection; so does a Cluster
+    // client after a reset (retryDelayOnFailover). The second run found the key held by its own token.
+    const mine = new Redis({ host: '127.0.0.1', port: proxy.port });
+    const locks = new LockService({ redis: mine, ttl: TTL, commandTimeout: 3_000 });
+    const probe = redis.client();
+    try {
+      await locks.onModuleInit();
+      proxy.setDelay(LINK_DELAY);
+      const acquiring = locks.acquire('order:4', { onBusy: 'throw' }).catch((error: unknown) => error);
+      expect(await pollUntil(async () => (await probe.exists('lock:{order:4}')) === 1, 2 * LINK_DELAY)).toBe(true);
+      const token = await probe.get('lock:{order:4}');
+      proxy.resetAll();
+      proxy.setDelay(0);
+      // Before: LockBusyError "held by another owner" while its own token held the key for the whole ttl.
+      const lock = await acquiring;
+      expect(lock).not.toBeInstanceOf(Error);
+      // The fault happened: the acquire ran twice (granted, then again on the new connection), with one token.
+      expect(await probe.get('lock:{order:4}')).toBe(token);
+      expect(await (lock as Lock).release()).toBe(true);
+      expect(await probe.exists('lock:{order:4}')).toBe(0);
+    } finally {
+      proxy.setDelay(0);
+      await locks.close();
+      mine.disconnect();
     }
   }, 30_000);
 

@@ -3,8 +3,9 @@ import { FENCE_FUNCTIONS, LOCK_STATE_ERROR_PREFIX, NO_EXPIRY_REFUSAL, QUEUE_FUNC
 /**
  * One atomic attempt. Takes the lock when it is free and nobody live queued before us (FIFO: a
  * releasing client cannot barge past the waiters), setting owner token and expiry in one SET and
- * handing out a fencing token in the same step. On a retry, finds the lock already ours when a
- * release handed it to us (see grant_next_waiter) and this attempt came before the notification.
+ * handing out a fencing token in the same step. Finds the lock already ours when a release handed it to
+ * us (see grant_next_waiter) and this retry came before the notification, or when this same call ran
+ * before and its reply was lost (a client that sends it again after a reconnect).
  *
  * The uncontended path is GET (last token), EXISTS (queue), SET NX and the next token (TIME, SET); no
  * queue scan. The last token is read first so a corrupt one fails the call before it writes anything.
@@ -53,10 +54,14 @@ end
 -- We head the queue: take it if it is free.
 if head == token and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then return took_it() end
 
-if retry and redis.call('GET', KEYS[1]) == token then
-  -- Handed to us by a release on another connection: this attempt takes it with a full lease, as a
-  -- free lock (the handed one may be nearly over: a message read late). The expiry is a write of
-  -- this connection, so a WAIT sent behind this script (replicaAcks) also covers that handover.
+if redis.call('GET', KEYS[1]) == token then
+  -- Ours already. On a retry: handed to us by a release on another connection. On a first attempt: this
+  -- same call ran before, and its reply was lost with the connection (a client that sends commands
+  -- again after a reconnect: ioredis' autoResendUnfulfilledCommands, a Cluster client after a reset);
+  -- "busy" would leave the key held by a token nobody uses. Either way this attempt takes it with a full
+  -- lease, as a free lock (a handed one may be nearly over: a message read late), and the last token is
+  -- the one that grant issued (nobody can have taken the key since). The expiry is a write of this
+  -- connection, so a WAIT sent behind this script (replicaAcks) also covers that grant.
   redis.call('PEXPIRE', KEYS[1], ttl)
   return {1, last_fence, ttl}
 end
