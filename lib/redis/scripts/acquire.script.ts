@@ -54,7 +54,8 @@ end
 -- We head the queue: take it if it is free.
 if head == token and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then return took_it() end
 
-if redis.call('GET', KEYS[1]) == token then
+-- pcall: a lock key of another type (written by something else) is not ours, and is refused below by what PTTL says.
+if redis.pcall('GET', KEYS[1]) == token then
   -- Ours already. On a retry: handed to us by a release on another connection. On a first attempt: this
   -- same call ran before, and its reply was lost with the connection (a client that sends commands
   -- again after a reconnect: ioredis' autoResendUnfulfilledCommands, a Cluster client after a reset);
