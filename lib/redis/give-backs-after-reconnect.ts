@@ -93,6 +93,17 @@ export class GiveBacksAfterReconnect implements KeptCleanUps {
     this.watch.start();
   }
 
+  /**
+   * `call`, a release or abandon of `token` on `keys`: one its connection failed is kept for the reconnect (failed),
+   * and the failure still reaches the caller.
+   */
+  keptIfRefused<T>(keys: LockRedisKeys, token: string, call: Promise<T>): Promise<T> {
+    return call.catch((error: unknown) => {
+      this.failed(keys, token, error);
+      throw error;
+    });
+  }
+
   /** @internal Tests: how many are kept. */
   get size(): number {
     return this.pending.size;

@@ -134,10 +134,7 @@ export class RedisLockStore implements LockStore {
       if (reply === 3) this.passOnStale(keys);
       return reply === 2 ? 'handed-over' : reply === 1 || reply === 3 ? 'freed' : 'not-owner';
     });
-    return releasing.catch((error: unknown) => {
-      this.giveBacksAfterReconnect.failed(keys, token, error);
-      throw error;
-    });
+    return this.giveBacksAfterReconnect.keptIfRefused(keys, token, releasing);
   }
 
   /** Owner-checked; with `replicaAcks` it counts only when confirmed (else rejects, lease not prolonged). */
@@ -166,7 +163,7 @@ export class RedisLockStore implements LockStore {
    * lost with it may have taken the key); otherwise a failure only means the queue place or lease lapse by themselves.
    */
   abandonQuietly(keys: LockRedisKeys, token: string): void {
-    this.abandon(keys, token).catch((error: unknown) => this.giveBacksAfterReconnect.failed(keys, token, error));
+    this.giveBacksAfterReconnect.keptIfRefused(keys, token, this.abandon(keys, token)).catch(() => undefined);
   }
 
   /**

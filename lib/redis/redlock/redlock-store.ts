@@ -319,18 +319,7 @@ export class RedlockStore implements LockStore {
    * of the same acquisition (late-answers.ts), and a holder's grants are its own until the release: neither is kept.
    */
   private abandonOn(index: number, keys: LockRedisKeys, token: string, args?: CommandArg[]): Promise<unknown> {
-    return this.endingCall(index, keys, token, this.abandonScript(this.nodes[index], keys, token, args));
-  }
-
-  /**
-   * `call`, a call that ends `token`'s acquisition on node `index` (its release or abandon): one the node's
-   * connection failed leaves an abandon kept for that node's reconnect.
-   */
-  private endingCall<T>(index: number, keys: LockRedisKeys, token: string, call: Promise<T>): Promise<T> {
-    return call.catch((error: unknown) => {
-      this.giveBacksAfterReconnect[index].failed(keys, token, error);
-      throw error;
-    });
+    return this.giveBacksAfterReconnect[index].keptIfRefused(keys, token, this.abandonScript(this.nodes[index], keys, token, args));
   }
 
   /**
@@ -392,7 +381,7 @@ export class RedlockStore implements LockStore {
     const votes = await askAll(
       this.nodes,
       // The acquisition is over from here on: a node that refused its release (it was down) gets an abandon at its reconnect.
-      (node, i) => this.endingCall(i, keys, token, node.run(REDLOCK_SCRIPTS.release, 'release', keys, args, Number)),
+      (node, i) => this.giveBacksAfterReconnect[i].keptIfRefused(keys, token, node.run(REDLOCK_SCRIPTS.release, 'release', keys, args, Number)),
       // A frozen node does not hold the caller up once a majority released (its release runs when it thaws).
       (v) => count(v, (r) => r === 1 || r === 2) >= this.quorum || count(v, (r) => r === 0) > n - this.quorum,
     );
