@@ -12,7 +12,7 @@ import { ADAPTERS, LockAdapter } from './adapters';
 import { benchConfig } from './bench-config';
 import { redisServerVersion } from './measure/bench-server';
 import { nowMs } from './measure/clock';
-import { HandoverFloorResult, runHandoverFloor } from './measure/handover-floor';
+import { HandoverFloorResult, mergeHandoverFloorRepeats, runHandoverFloor } from './measure/handover-floor';
 import { idleRedisCpuUsPerSec } from './measure/idle-redis-cpu';
 import { interleavedRounds } from './measure/interleaved';
 import { installRoundTripCounter } from './measure/round-trips';
@@ -36,7 +36,7 @@ import {
 } from './multinode/multinode-section';
 import { CLUSTER_SECTION, ClusterSectionResult, runClusterSection } from './workloads/cluster.workload';
 import { MODES_FULL, MODES_QUICK, modesMarkdown, modesTable, runModesSection } from './modes/modes-section';
-import { mergeContendedRepeats, runContended } from './workloads/contended.workload';
+import { ContendedResult, mergeContendedRepeats, runContended } from './workloads/contended.workload';
 import { HeldResult, runHeldWatchdog } from './workloads/held-watchdog.workload';
 import { ParallelRound, runParallelRound, summarizeParallel } from './workloads/parallel-distinct.workload';
 import { runSequentialRound, SequentialRound, summarizeSequential } from './workloads/sequential.workload';
@@ -46,6 +46,8 @@ const CHART_FILE = 'wait-distribution-20ms.svg';
 const HELD_LIBRARIES = new Set(['ours', 'redis-semaphore', 'redlock']);
 /** Section lengths whose Redis-CPU target gets the perfect-handover floor as a reference. */
 const HANDOVER_FLOOR_MIN_SECTION_MS = 20;
+/** The perfect-handover floor's place among the (c) runs it is interleaved with (not a library: no adapter). */
+const HANDOVER_FLOOR = 'perfect-handover floor';
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -133,15 +135,21 @@ async function main(): Promise<number> {
   const { workers } = config.contended;
   for (const { sectionMs, durationMs, repeats } of config.contended.runs) {
     const repeatMs = durationMs / repeats;
-    log(`(c) ${workers} workers, ${sectionMs} ms section: ${repeats} repeats × ${repeatMs / 1000} s per library…`);
-    const runs = await interleaved(repeats, (a) => runContended(a, workers, sectionMs, repeatMs));
-    const byLib = Object.fromEntries(Object.entries(runs).map(([n, r]) => [n, mergeContendedRepeats(r)]));
+    // The perfect-handover floor runs as one more entry of each repeat, interleaved like a library, so its Redis CPU
+    // is paired repeat by repeat with ours (the machine drifts too much for a floor measured once, minutes away).
+    const withFloor = sectionMs >= HANDOVER_FLOOR_MIN_SECTION_MS;
+    log(
+      `(c) ${workers} workers, ${sectionMs} ms section: ${repeats} repeats × ${repeatMs / 1000} s per library${withFloor ? ' and the perfect-handover floor' : ''}…`,
+    );
+    const entries: Array<{ name: string; run: () => Promise<ContendedResult | HandoverFloorResult> }> = ADAPTERS.map((a) => ({
+      name: a.name,
+      run: () => runContended(a, workers, sectionMs, repeatMs),
+    }));
+    if (withFloor) entries.push({ name: HANDOVER_FLOOR, run: () => runHandoverFloor(workers, sectionMs, repeatMs) });
+    const { [HANDOVER_FLOOR]: floorRepeats, ...runs } = await interleavedRounds(entries, repeats, (entry) => entry.run());
+    const byLib = Object.fromEntries(Object.entries(runs).map(([n, r]) => [n, mergeContendedRepeats(r as ContendedResult[])]));
     for (const [name, r] of Object.entries(byLib)) if (r.overlaps > 0) log(`    !!! ${name}: ${r.overlaps} OVERLAPS`);
-    let handoverFloor: HandoverFloorResult | undefined;
-    if (sectionMs >= HANDOVER_FLOOR_MIN_SECTION_MS) {
-      log(`(c) ${workers} workers, ${sectionMs} ms section, ${durationMs / 1000} s: perfect-handover floor…`);
-      handoverFloor = await runHandoverFloor(workers, sectionMs, durationMs);
-    }
+    const handoverFloor = floorRepeats ? mergeHandoverFloorRepeats(floorRepeats) : undefined;
     contended.push({ sectionMs, durationMs, repeats, byLib, handoverFloor });
   }
 

@@ -18,6 +18,24 @@ export interface HandoverFloorResult {
   commandsPerAcq: number;
   /** Redis CPU per acquisition, idle housekeeping over the run included (as in every (c) figure). */
   cpuUsPerAcq: number;
+  /** cpuUsPerAcq of each run merged into this one, in run order (paired with the libraries' repeats). */
+  cpuUsPerAcqRepeats: number[];
+}
+
+/** Runs of the floor as one result: per-acquisition figures weighted by each run's acquisitions. */
+export function mergeHandoverFloorRepeats(repeats: readonly HandoverFloorResult[]): HandoverFloorResult {
+  const acquisitions = repeats.reduce((n, r) => n + r.acquisitions, 0);
+  const perAcq = (pick: (r: HandoverFloorResult) => number) => repeats.reduce((n, r) => n + pick(r) * r.acquisitions, 0) / acquisitions;
+  return {
+    workers: repeats[0].workers,
+    sectionMs: repeats[0].sectionMs,
+    elapsedMs: repeats.reduce((n, r) => n + r.elapsedMs, 0),
+    acquisitions,
+    roundTripsPerAcq: perAcq((r) => r.roundTripsPerAcq),
+    commandsPerAcq: perAcq((r) => r.commandsPerAcq),
+    cpuUsPerAcq: perAcq((r) => r.cpuUsPerAcq),
+    cpuUsPerAcqRepeats: repeats.flatMap((r) => r.cpuUsPerAcqRepeats),
+  };
 }
 
 const KEY = 'bench:c';
@@ -69,6 +87,7 @@ export async function runHandoverFloor(workers: number, sectionMs: number, durat
         roundTripsPerAcq: trips.roundTrips / acquisitions,
         commandsPerAcq: server.commands / acquisitions,
         cpuUsPerAcq: server.cpuUs / acquisitions,
+        cpuUsPerAcqRepeats: [server.cpuUs / acquisitions],
       };
     } finally {
       await Promise.all(clients.map((c) => c.quit()));

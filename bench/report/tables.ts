@@ -63,7 +63,8 @@ export function handoverFloorLine(floor: HandoverFloorResult): string {
   return (
     `perfect-handover floor: ${fmt(floor.cpuUsPerAcq, 0)} µs Redis CPU per acquisition, ${fmt(floor.roundTripsPerAcq, 2)} round trips, ` +
     `${fmt(floor.commandsPerAcq, 1)} Redis commands (${floor.acquisitions} acquisitions; the same ${floor.workers} workers and ` +
-    `${floor.sectionMs} ms section, an in-process oracle hands the key on: SET NX, hold, compare-and-delete, no waiting or polling)`
+    `${floor.sectionMs} ms section, an in-process oracle hands the key on: SET NX, hold, compare-and-delete, no waiting or polling; ` +
+    `${floor.cpuUsPerAcqRepeats.length} repeats interleaved with the libraries': ${floor.cpuUsPerAcqRepeats.map((us) => fmt(us, 0)).join(' / ')} µs)`
   );
 }
 

@@ -36,6 +36,8 @@ export interface ContendedResult extends ContendedCounts {
   acquisitionsPerSec: number;
   /** acquisitions/s of each repeat, in run order (aligned across libraries for paired ratios). */
   acquisitionsPerSecRepeats: number[];
+  /** Redis CPU µs per acquisition of each repeat, in run order (paired with the perfect-handover floor's repeats). */
+  cpuUsPerAcqRepeats: number[];
   waitP50: number;
   waitP99: number;
   waitMax: number;
@@ -48,13 +50,14 @@ export interface ContendedResult extends ContendedCounts {
   cpuUsPerAcq: number;
 }
 
-function contendedResult(counts: ContendedCounts, acquisitionsPerSecRepeats: number[]): ContendedResult {
+function contendedResult(counts: ContendedCounts, acquisitionsPerSecRepeats: number[], cpuUsPerAcqRepeats: number[]): ContendedResult {
   const n = counts.acquisitions;
   return {
     ...counts,
     repeats: acquisitionsPerSecRepeats.length,
     acquisitionsPerSec: n / (counts.elapsedMs / 1000),
     acquisitionsPerSecRepeats,
+    cpuUsPerAcqRepeats,
     waitP50: percentile(counts.waits, 50),
     waitP99: percentile(counts.waits, 99),
     waitMax: percentile(counts.waits, 100),
@@ -91,6 +94,7 @@ export function mergeContendedRepeats(repeats: readonly ContendedResult[]): Cont
       server: sumServer(repeats.map((r) => r.server)),
     },
     repeats.flatMap((r) => r.acquisitionsPerSecRepeats),
+    repeats.flatMap((r) => r.cpuUsPerAcqRepeats),
   );
 }
 
@@ -190,6 +194,7 @@ export async function runContended(
           server,
         },
         [state.acquisitions / (elapsedMs / 1000)],
+        [server.cpuUs / state.acquisitions],
       );
     } finally {
       await Promise.all(clients.map((c) => c.close()));
