@@ -12,9 +12,8 @@
 import type Redis from 'ioredis';
 import { Lock, LockConnectionError, LockService } from '../../lib';
 import { lockRedisKeys } from '../../lib/redis/lock-redis-keys';
-import { RedlockNodes } from '../harness/redlock-nodes';
-import { UnhandledRejections } from './workers/support/fault-helpers';
 import { lockKeyState } from './workers/support/lock-key-state';
+import { redlockSuite } from './workers/support/redlock-suite';
 import { pollUntil, sleep } from './workers/support/timing';
 
 const PREFIX = 'rl:';
@@ -26,36 +25,11 @@ const LINK_DELAY = 300;
 const GIVEN_BACK_WITHIN = 3_000;
 
 describe("Redlock: an acquire reply lost with one node's connection", () => {
-  const services: LockService[] = [];
-  const unhandled = new UnhandledRejections();
-  let nodes: RedlockNodes;
-  /** Direct clients, one per node, for reading the keys. */
-  let probes: Redis[];
-  let cases = 0;
-  let key: string;
-
-  beforeAll(async () => {
-    unhandled.start();
-    nodes = await RedlockNodes.start(3);
-    probes = nodes.clients();
-  });
-  beforeEach(() => {
-    key = `order:${++cases}`;
-  });
-  afterEach(async () => {
-    await Promise.all(services.splice(0).map((s) => s.close()));
-    await nodes.heal();
-    expect(await pollUntil(() => probes.every((p) => p.status === 'ready'), 5_000)).toBe(true);
-    expect(unhandled.seen).toEqual([]);
-  });
-  afterAll(async () => {
-    await nodes.stop();
-    unhandled.stop();
-  });
+  const suite = redlockSuite();
 
   async function makeService(urls: string[]): Promise<LockService> {
     const service = new LockService({ nodes: urls, keyPrefix: PREFIX, nodeRecoveryDelay: 0, ttl: TTL, commandTimeout: 3_000 });
-    services.push(service);
+    suite.services.push(service);
     await service.onModuleInit();
     // Startup needs a majority: node 0's connection, slowed by its delayed link, must not still be opening.
     expect(await pollUntil(() => nodeClients(service).every((c) => c.status === 'ready'), 3_000)).toBe(true);
@@ -66,46 +40,46 @@ describe("Redlock: an acquire reply lost with one node's connection", () => {
     (service.engine.store as unknown as { nodes: Array<{ client: Redis }> }).nodes.map((n) => n.client);
 
   /** Node 0 through its proxy, nodes 1 and 2 direct. */
-  const serviceWithNode0Proxied = () => makeService([nodes.urls[0], nodes.directUrls[1], nodes.directUrls[2]]);
+  const serviceWithNode0Proxied = () => makeService([suite.nodes.urls[0], suite.nodes.directUrls[1], suite.nodes.directUrls[2]]);
 
-  const node0Owner = async (): Promise<string | null> => (await lockKeyState(probes[0], PREFIX, key)).owner;
+  const node0Owner = async (): Promise<string | null> => (await lockKeyState(suite.probes[0], PREFIX, suite.key)).owner;
 
   /**
    * Runs `call` with node 0's link delayed; once node 0 granted the key (the reply still in the proxy), resets that
    * connection and cuts the link. Resolves with the owner node 0 holds the key for.
    */
   async function grantOnNode0ThenReset(call: () => void): Promise<string> {
-    nodes.proxies[0].setDelay(LINK_DELAY);
+    suite.nodes.proxies[0].setDelay(LINK_DELAY);
     call();
     expect(await pollUntil(async () => (await node0Owner()) !== null, 3 * LINK_DELAY)).toBe(true);
-    nodes.proxies[0].blackhole(true);
-    nodes.proxies[0].resetAll();
-    nodes.proxies[0].setDelay(0);
+    suite.nodes.proxies[0].blackhole(true);
+    suite.nodes.proxies[0].resetAll();
+    suite.nodes.proxies[0].setDelay(0);
     return (await node0Owner())!;
   }
 
   /** The fault: node 0 holds the key for `token`, with most of its ttl to run. */
   async function expectStrayOnNode0(token: string): Promise<void> {
     expect(await node0Owner()).toBe(token);
-    expect(await probes[0].pttl(lockRedisKeys(PREFIX, key).lock)).toBeGreaterThan(TTL - 5_000);
+    expect(await suite.probes[0].pttl(lockRedisKeys(PREFIX, suite.key).lock)).toBeGreaterThan(TTL - 5_000);
   }
 
   /** Node 0's link comes back: the connection reconnects. */
   function restoreNode0Link(): void {
-    nodes.proxies[0].blackhole(false);
+    suite.nodes.proxies[0].blackhole(false);
   }
 
   /** Node 0 gave the key back: nobody holds it or queues for it there, well before the ttl. */
   async function expectGivenBackOnNode0(): Promise<void> {
     expect(await pollUntil(async () => (await node0Owner()) === null, GIVEN_BACK_WITHIN)).toBe(true);
-    expect(await lockKeyState(probes[0], PREFIX, key)).toMatchObject({ owner: null, queue: 0 });
+    expect(await lockKeyState(suite.probes[0], PREFIX, suite.key)).toMatchObject({ owner: null, queue: 0 });
   }
 
   /** With node 2 down as well, another service takes the key on nodes 0 and 1 (a stray vote on node 0 made it null). */
   async function expectTakenWithNode2Down(): Promise<void> {
-    const other = await makeService(nodes.directUrls);
-    await nodes.servers[2].kill9();
-    const lock = await other.tryAcquire(key);
+    const other = await makeService(suite.nodes.directUrls);
+    await suite.nodes.servers[2].kill9();
+    const lock = await other.tryAcquire(suite.key);
     expect(lock).not.toBeNull();
     expect(await lock!.release()).toBe(true);
   }
@@ -114,7 +88,7 @@ describe("Redlock: an acquire reply lost with one node's connection", () => {
     const locks = await serviceWithNode0Proxied();
     let lock: Lock | undefined;
     // Nodes 1 and 2 grant it at once (a majority); node 0 grants it LINK_DELAY later, its reply still in the proxy.
-    const stray = await grantOnNode0ThenReset(() => void locks.acquire(key).then((l) => (lock = l)));
+    const stray = await grantOnNode0ThenReset(() => void locks.acquire(suite.key).then((l) => (lock = l)));
     expect(lock).toBeDefined();
     expect(stray).toBe(lock!.token);
     // Freed on nodes 1 and 2; refused on node 0, whose connection is down.
@@ -128,23 +102,23 @@ describe("Redlock: an acquire reply lost with one node's connection", () => {
 
   it("an acquire that failed (node 2 down, node 0's reply lost): node 0 gives the key back at its reconnect, and the key can be taken again", async () => {
     const locks = await serviceWithNode0Proxied();
-    const other = await makeService(nodes.directUrls);
-    await nodes.servers[2].kill9();
+    const other = await makeService(suite.nodes.directUrls);
+    await suite.nodes.servers[2].kill9();
     let failure: unknown;
     // Node 1 grants it, node 2 is down, node 0's grant never reaches us: too few votes.
-    const stray = await grantOnNode0ThenReset(() => void locks.acquire(key).catch((error: unknown) => (failure = error)));
+    const stray = await grantOnNode0ThenReset(() => void locks.acquire(suite.key).catch((error: unknown) => (failure = error)));
     expect(await pollUntil(() => failure !== undefined, 3_000)).toBe(true);
     expect(failure).toBeInstanceOf(LockConnectionError);
     expect(stray).toMatch(new RegExp(`\\.${TTL}\\.`));
     // The acquisition's abandon freed node 1, and was refused on node 0.
-    expect(await pollUntil(async () => (await lockKeyState(probes[1], PREFIX, key)).owner === null, 1_000)).toBe(true);
+    expect(await pollUntil(async () => (await lockKeyState(suite.probes[1], PREFIX, suite.key)).owner === null, 1_000)).toBe(true);
     await expectStrayOnNode0(stray);
     // The stray vote plus node 2 down: nobody can take the key.
-    expect(await other.tryAcquire(key)).toBeNull();
+    expect(await other.tryAcquire(suite.key)).toBeNull();
     restoreNode0Link();
     await expectGivenBackOnNode0();
     // Node 2 is still down.
-    const lock = await other.tryAcquire(key);
+    const lock = await other.tryAcquire(suite.key);
     expect(lock).not.toBeNull();
     expect(await lock!.release()).toBe(true);
   }, 20_000);
@@ -152,7 +126,7 @@ describe("Redlock: an acquire reply lost with one node's connection", () => {
   it("control: a lock still held keeps node 0's grant through the reconnect; its release frees it there", async () => {
     const locks = await serviceWithNode0Proxied();
     let lock: Lock | undefined;
-    const granted = await grantOnNode0ThenReset(() => void locks.acquire(key).then((l) => (lock = l)));
+    const granted = await grantOnNode0ThenReset(() => void locks.acquire(suite.key).then((l) => (lock = l)));
     expect(granted).toBe(lock!.token);
     restoreNode0Link();
     expect(await pollUntil(() => nodeClients(locks)[0].status === 'ready', GIVEN_BACK_WITHIN)).toBe(true);
@@ -162,7 +136,7 @@ describe("Redlock: an acquire reply lost with one node's connection", () => {
     expect(lock!.isHeld()).toBe(true);
     // release() returns once a majority released (nodes 1 and 2, direct); node 0's release, through its proxy, may
     // land after it (on a loaded CI machine it did): the delay makes it land after it every time.
-    nodes.proxies[0].setDelay(LINK_DELAY);
+    suite.nodes.proxies[0].setDelay(LINK_DELAY);
     expect(await lock!.release()).toBe(true);
     expect(await node0Owner()).toBe(lock!.token);
     await expectGivenBackOnNode0();

@@ -16,9 +16,8 @@ import { Lock, LockConnectionError, LockService } from '../../lib';
 import { lockRedisKeys } from '../../lib/redis/lock-redis-keys';
 import { commandStats } from '../harness/command-stats';
 import { closeClient } from '../harness/redis-clients';
-import { RedlockNodes } from '../harness/redlock-nodes';
-import { UnhandledRejections } from './workers/support/fault-helpers';
 import { grantedAndGivenBack, lockKeyState } from './workers/support/lock-key-state';
+import { redlockSuite } from './workers/support/redlock-suite';
 import { pollUntil, sleep, sleepUntil } from './workers/support/timing';
 
 const PREFIX = 'ru:';
@@ -36,47 +35,21 @@ const OPTIONS: Array<[string, RedisOptions]> = [
 ];
 
 describe("Redlock: an acquire a user's client for one node replays after a reconnect", () => {
-  const services: LockService[] = [];
+  /** The user's own clients for node 0, closed after each case. */
   const mine: Redis[] = [];
-  const unhandled = new UnhandledRejections();
-  let nodes: RedlockNodes;
-  /** Direct clients, one per node, for reading the keys. */
-  let probes: Redis[];
-  let cases = 0;
-  let key: string;
-
-  beforeAll(async () => {
-    unhandled.start();
-    nodes = await RedlockNodes.start(3);
-    probes = nodes.clients();
-  });
-  beforeEach(() => {
-    key = `order:${++cases}`;
-  });
-  afterEach(async () => {
-    await Promise.all(services.splice(0).map((s) => s.close()));
-    await Promise.all(mine.splice(0).map(closeClient));
-    await nodes.heal();
-    // The next case reads through them at once.
-    expect(await pollUntil(() => probes.every((p) => p.status === 'ready'), 5_000)).toBe(true);
-    expect(unhandled.seen).toEqual([]);
-  });
-  afterAll(async () => {
-    await nodes.stop();
-    unhandled.stop();
-  });
+  const suite = redlockSuite(() => Promise.all(mine.splice(0).map(closeClient)));
 
   /** A service whose node 0 is a client of the user's, with `options` (ioredis' defaults otherwise). */
   async function serviceWithUserClientFor0(options: RedisOptions): Promise<{ locks: LockService; client: Redis }> {
-    const client = new Redis({ host: nodes.servers[0].host, port: nodes.servers[0].port, ...options });
+    const client = new Redis({ host: suite.nodes.servers[0].host, port: suite.nodes.servers[0].port, ...options });
     mine.push(client);
-    const locks = await makeService([client, nodes.directUrls[1], nodes.directUrls[2]]);
+    const locks = await makeService([client, suite.nodes.directUrls[1], suite.nodes.directUrls[2]]);
     return { locks, client };
   }
 
   async function makeService(urls: Array<string | Redis>): Promise<LockService> {
     const service = new LockService({ nodes: urls, keyPrefix: PREFIX, nodeRecoveryDelay: 0, ttl: TTL, commandTimeout: COMMAND_TIMEOUT });
-    services.push(service);
+    suite.services.push(service);
     await service.onModuleInit();
     return service;
   }
@@ -86,11 +59,11 @@ describe("Redlock: an acquire a user's client for one node replays after a recon
    * the acquire still unanswered: ioredis keeps it to send again. Resolves with what `call` resolved to.
    */
   async function acquireWhileNode0Dies<T>(client: Redis, call: () => Promise<T>): Promise<{ value: T; sentAt: number }> {
-    nodes.servers[0].pause();
+    suite.nodes.servers[0].pause();
     const sentAt = performance.now();
     const pending = call();
     await sleep(50);
-    await nodes.servers[0].kill9();
+    await suite.nodes.servers[0].kill9();
     expect(await pollUntil(() => client.status !== 'ready', 1_000)).toBe(true);
     return { value: await pending, sentAt };
   }
@@ -99,31 +72,31 @@ describe("Redlock: an acquire a user's client for one node replays after a recon
   async function restartNode0After(sentAt: number, client: Redis): Promise<void> {
     // Past the bound, the acquire's reply is late (its call was already failed): the case this is about.
     await sleepUntil(sentAt + NODE_TIMEOUT + 50);
-    await nodes.servers[0].restart();
-    expect(await pollUntil(() => client.status === 'ready' && probes[0].status === 'ready', 5_000)).toBe(true);
+    await suite.nodes.servers[0].restart();
+    expect(await pollUntil(() => client.status === 'ready' && suite.probes[0].status === 'ready', 5_000)).toBe(true);
   }
 
   /** The replayed acquire ran on the restarted node and granted the key there (only a grant writes its fencing token). */
   async function expectReplayGrantedOnNode0(): Promise<void> {
-    expect(await pollUntil(async () => (await lockKeyState(probes[0], PREFIX, key)).fence !== null, GIVE_BACK_WITHIN)).toBe(true);
-    const stats = await commandStats(probes[0]);
+    expect(await pollUntil(async () => (await lockKeyState(suite.probes[0], PREFIX, suite.key)).fence !== null, GIVE_BACK_WITHIN)).toBe(true);
+    const stats = await commandStats(suite.probes[0]);
     expect((stats.eval ?? 0) + (stats.evalsha ?? 0)).toBeGreaterThanOrEqual(1);
   }
 
   /** Node 0 gave the replay's grant back: nobody holds the key or queues for it there. */
   async function expectGivenBackOnNode0(): Promise<void> {
-    await pollUntil(async () => grantedAndGivenBack(await lockKeyState(probes[0], PREFIX, key)), GIVE_BACK_WITHIN);
-    expect(await lockKeyState(probes[0], PREFIX, key)).toMatchObject({ owner: null, queue: 0 });
+    await pollUntil(async () => grantedAndGivenBack(await lockKeyState(suite.probes[0], PREFIX, suite.key)), GIVE_BACK_WITHIN);
+    expect(await lockKeyState(suite.probes[0], PREFIX, suite.key)).toMatchObject({ owner: null, queue: 0 });
     // The replayed acquire, then the give-back: two scripts on the restarted node.
-    const stats = await commandStats(probes[0]);
+    const stats = await commandStats(suite.probes[0]);
     expect((stats.eval ?? 0) + (stats.evalsha ?? 0)).toBeGreaterThanOrEqual(2);
   }
 
   /** With node `stopped` down as well, another service takes the key on the two nodes left. */
   async function expectAnotherServiceTakesIt(stopped: 1 | 2): Promise<void> {
-    const other = await makeService(nodes.directUrls);
-    if (stopped === 2) await nodes.servers[2].kill9();
-    const lock = await other.tryAcquire(key);
+    const other = await makeService(suite.nodes.directUrls);
+    if (stopped === 2) await suite.nodes.servers[2].kill9();
+    const lock = await other.tryAcquire(suite.key);
     expect(lock).not.toBeNull();
     expect(await lock!.release()).toBe(true);
   }
@@ -133,7 +106,7 @@ describe("Redlock: an acquire a user's client for one node replays after a recon
     async (_, options) => {
       const { locks, client } = await serviceWithUserClientFor0(options);
       // Nodes 1 and 2 grant it: a majority, node 0 still unanswered.
-      const { value: lock, sentAt } = await acquireWhileNode0Dies(client, () => locks.acquire(key));
+      const { value: lock, sentAt } = await acquireWhileNode0Dies(client, () => locks.acquire(suite.key));
       // Its release is refused on node 0 (the connection is down) and frees the key on 1 and 2.
       expect(await lock.release()).toBe(true);
       await restartNode0After(sentAt, client);
@@ -145,9 +118,9 @@ describe("Redlock: an acquire a user's client for one node replays after a recon
 
   it.each(OPTIONS)('%s: an acquire that failed (too few nodes answered): its replayed grant is given back', async (_, options) => {
     const { locks, client } = await serviceWithUserClientFor0(options);
-    await nodes.servers[1].kill9();
+    await suite.nodes.servers[1].kill9();
     // Node 2 alone grants it (given back at once), node 1 is down, node 0 never answers: too few votes.
-    const { value: error, sentAt } = await acquireWhileNode0Dies(client, () => locks.acquire(key).catch((e: unknown) => e));
+    const { value: error, sentAt } = await acquireWhileNode0Dies(client, () => locks.acquire(suite.key).catch((e: unknown) => e));
     expect(error).toBeInstanceOf(LockConnectionError);
     await restartNode0After(sentAt, client);
     await expectReplayGrantedOnNode0();
@@ -158,18 +131,18 @@ describe("Redlock: an acquire a user's client for one node replays after a recon
 
   it('control: a lock still held when the replay comes keeps node 0 for the holder, where it counts; its release frees it there', async () => {
     const { locks, client } = await serviceWithUserClientFor0({});
-    const { value: lock, sentAt } = await acquireWhileNode0Dies<Lock>(client, () => locks.acquire(key));
+    const { value: lock, sentAt } = await acquireWhileNode0Dies<Lock>(client, () => locks.acquire(suite.key));
     await restartNode0After(sentAt, client);
     await expectReplayGrantedOnNode0();
-    const holder = await probes[1].get(lockRedisKeys(PREFIX, key).lock);
+    const holder = await suite.probes[1].get(lockRedisKeys(PREFIX, suite.key).lock);
     expect(holder).not.toBeNull();
     // Long enough for a give-back to have come back (it would follow the replay's reply at once).
     await sleep(300);
-    expect((await lockKeyState(probes[0], PREFIX, key)).owner).toBe(holder);
+    expect((await lockKeyState(suite.probes[0], PREFIX, suite.key)).owner).toBe(holder);
     // It is the holder's third vote: with node 1 stopped, an extend still counts a majority (nodes 0 and 2).
-    await nodes.servers[1].kill9();
+    await suite.nodes.servers[1].kill9();
     await expect(lock.extend()).resolves.toBeUndefined();
     expect(await lock.release()).toBe(true);
-    expect(await lockKeyState(probes[0], PREFIX, key)).toMatchObject({ owner: null, queue: 0 });
+    expect(await lockKeyState(suite.probes[0], PREFIX, suite.key)).toMatchObject({ owner: null, queue: 0 });
   });
 });
