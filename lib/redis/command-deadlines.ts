@@ -6,10 +6,10 @@ import { timeoutError, toConnectionError } from './connection-errors';
  * and explains the connection failures the client reports in its own terms.
  */
 export interface CommandGate {
-  /** undefined: send now. An error: fail with it now (nothing sent). 'wait': send once `whenReady` calls back. */
+  /** undefined: send now. An error: fail with it now (nothing sent). 'wait': ask again once `whenReady` calls back. */
   admit(operation: string): undefined | Error | 'wait';
-  /** Calls `send` when the connection is ready; returns the cancel function. */
-  whenReady(send: () => void): () => void;
+  /** Calls `again` when a call that waited should ask `admit` again (the connection is ready, or was checked); returns the cancel function. */
+  whenReady(again: () => void): () => void;
   /** The error of a call that waited `waitedMs` for a connection that did not come. */
   notReachable(operation: string, waitedMs: number): Error;
   /** A better error for a transport failure than `toConnectionError` would make, or undefined. */
@@ -114,10 +114,19 @@ export class CommandDeadlines {
         promise.then(onReply, (error: unknown) => onError(error, attempt));
       };
       if (admission !== 'wait') return send(0);
-      cancelWait = this.gate!.whenReady(() => {
-        cancelWait = undefined;
-        if (!call.settled) send(0);
-      });
+      const sendWhenAdmitted = () => {
+        cancelWait = this.gate!.whenReady(() => {
+          cancelWait = undefined;
+          if (call.settled) return;
+          const again = this.gate!.admit(operation);
+          if (again === 'wait') return sendWhenAdmitted();
+          if (again === undefined) return send(0);
+          call.settled = true;
+          this.unsettled--;
+          reject(again);
+        });
+      };
+      sendWhenAdmitted();
     });
   }
 

@@ -1,5 +1,6 @@
 import type { ClusterNode, Redis } from 'ioredis';
 import { LockConnectionError } from '../errors/lock-connection.error';
+import { monotonicNow } from '../time/clock';
 import type { CommandGate } from './command-deadlines';
 import { closedOnPurposeBy, isClusterClient, type RedisClient } from './redis-connection';
 
@@ -27,6 +28,15 @@ const IOREDIS_CONNECTION_FAILURE = /^(Stream isn't writeable|Cluster isn't ready
  * seen at each call, a 'ready' listener is attached only while calls wait, and messages go without
  * the system's reason.
  */
+/**
+ * A check a new connection must pass before lock calls go through it: resolves with why calls must not (a function
+ * making the error for one operation), or undefined when they may, or when the server could not say. Never rejects.
+ */
+export type ConnectionCheck = () => Promise<((operation: string) => Error) | undefined>;
+
+/** A connection refused by its check is checked again after this long (ms): a replica may be promoted meanwhile. */
+export const RECHECK_REFUSED_MS = 1_000;
+
 export class ConnectionState implements CommandGate {
   /** Where the connection goes, as messages name it: `Redis at 127.0.0.1:6379`. */
   readonly target: string;
@@ -37,11 +47,14 @@ export class ConnectionState implements CommandGate {
   private readonly onReady = () => {
     this.everReady = true;
     this.lastError = undefined;
-    if (!this.owned) this.client.off('ready', this.onReady);
-    const waiting = [...this.waitingForReady];
-    this.waitingForReady.clear();
-    for (const send of waiting) send();
+    this.sendWaiting();
   };
+  /** See checkEachConnection. */
+  private check?: ConnectionCheck;
+  /** The socket last checked, when, and its verdict (a refusal: calls through that socket fail with it). */
+  private checked?: { socket: unknown; at: number; refusal?: (operation: string) => Error };
+  /** The socket a check is running for. */
+  private checking?: unknown;
 
   constructor(
     private readonly client: RedisClient,
@@ -74,11 +87,21 @@ export class ConnectionState implements CommandGate {
     return sentinelHint(this.lastError?.message) + protocolHint(this.lastError?.message);
   }
 
+  /**
+   * Every new connection (a socket of the client: the first, and each one after a reconnect) is checked by `check`
+   * before any call goes through it; calls wait for the verdict within their own deadline. `alreadyChecked`: the
+   * current connection passed the same check at startup.
+   */
+  checkEachConnection(check: ConnectionCheck, alreadyChecked: boolean): void {
+    this.check = check;
+    if (alreadyChecked) this.checked = { socket: this.socket, at: monotonicNow() };
+  }
+
   admit(operation: string): undefined | Error | 'wait' {
     const { status } = this.client;
     if (status === 'ready') {
       this.everReady = true;
-      return undefined;
+      return this.check ? this.verdict(operation) : undefined;
     }
     // One of ours that ioredis ended on its own is being opened again (reopenWhenEnded): told as a lost connection.
     const reopening = this.owned && !closedOnPurposeBy(this.client);
@@ -99,6 +122,36 @@ export class ConnectionState implements CommandGate {
     // A client made with lazyConnect connects on its first command; ours waits instead of sending one.
     if (status === 'wait') (this.client as Redis).connect().catch(() => undefined);
     return 'wait';
+  }
+
+  /** What the check said of the current connection; 'wait' while it has not said yet (a check is started). */
+  private verdict(operation: string): undefined | Error | 'wait' {
+    const socket = this.socket;
+    const checked = this.checked;
+    if (checked && checked.socket === socket && (!checked.refusal || monotonicNow() - checked.at < RECHECK_REFUSED_MS)) {
+      return checked.refusal?.(operation);
+    }
+    if (this.checking !== socket) {
+      this.checking = socket;
+      void this.check!().then((refusal) => {
+        if (this.checking === socket) this.checking = undefined;
+        this.checked = { socket, at: monotonicNow(), refusal };
+        // The calls that waited ask again: sent, failed with the refusal, or (a newer socket) waiting for its check.
+        this.sendWaiting();
+      });
+    }
+    return 'wait';
+  }
+
+  private get socket(): unknown {
+    return (this.client as { stream?: unknown }).stream;
+  }
+
+  private sendWaiting(): void {
+    if (!this.owned) this.client.off('ready', this.onReady);
+    const waiting = [...this.waitingForReady];
+    this.waitingForReady.clear();
+    for (const send of waiting) send();
   }
 
   whenReady(send: () => void): () => void {

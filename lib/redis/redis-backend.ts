@@ -8,8 +8,9 @@ import type { LockOptionsError } from '../errors/lock-options.error';
 import { withDeadline } from '../time/deadline';
 import { warnIfEvicting } from './eviction-warning';
 import { isSentinelInfo, sentinelAtStartup } from './sentinel-misdirection';
-import { replicaAtStartup, replicatedPrimary } from './replica-misdirection';
+import { replicaAtStartup, replicaConnected, replicatedPrimary } from './replica-misdirection';
 import {
+  type RedisClient,
   RedisConnection,
   closeConnection,
   closeNow,
@@ -39,6 +40,8 @@ class RedisBackend implements LockBackend {
   private readonly connection: RedisConnection;
   private readonly connectionState: ConnectionState;
   private readonly route: WakeRoute;
+  /** The connection (socket) last found to be a replica's and logged (see replicaRefusal). */
+  private loggedReplicaOf?: unknown;
 
   get location(): string {
     const db = (this.connection.client.options as { db?: number }).db;
@@ -58,6 +61,9 @@ class RedisBackend implements LockBackend {
       throw error;
     }
     if (owned) reportConnectionHealth(client, this.connectionState, logger, shutdown);
+    if (!isClusterClient(client) && !viaSentinels(client)) {
+      this.connectionState.checkEachConnection(() => this.replicaRefusal(client, settings.commandTimeout), false);
+    }
     const { keyPrefix, commandTimeout, waiterLease, replicaAcks, replicaAckTimeout } = settings;
     const acks = replicaAcks > 0 ? new ReplicaAcks(replicaAcks, replicaAckTimeout) : undefined;
     this.confirmsHandovers = acks !== undefined;
@@ -89,7 +95,11 @@ class RedisBackend implements LockBackend {
     if (client.status === 'wait') client.connect().catch(() => undefined);
     if (!(await this.untilReadyOrClosed(startupTimeout)))
       throw this.refusalOfUserClient() ?? this.connectionState.notReachableAtStartup(startupTimeout);
-    if (!isClusterClient(client)) await this.refuseWrongServer(client, commandTimeout);
+    if (!isClusterClient(client)) {
+      await this.refuseWrongServer(client, commandTimeout);
+      // The connection startup checked is not checked again before the first lock call.
+      if (!viaSentinels(client)) this.connectionState.checkEachConnection(() => this.replicaRefusal(client, commandTimeout), true);
+    }
     await this.refuseWithoutPermission();
     // Handed over while its quit() was still on the way (status still 'ready'): the questions above failed quietly.
     const closed = this.refusalOfUserClient();
@@ -97,6 +107,28 @@ class RedisBackend implements LockBackend {
     // A Cluster: know how handovers travel before the first release (bounded; on failure, asked again later).
     if (this.route.mode === undefined) await this.route.detect();
     void this.warnIfEvicting();
+  }
+
+  /**
+   * The check of each new connection (ConnectionState.checkEachConnection): the startup's replica check, for a connection
+   * startup did not check (requireRedisAtStartup: false) or one made by a reconnect. Bounded by half the commandTimeout,
+   * so the calls waiting for it still have time to be sent; a server that does not answer INFO in time, or refuses it, is
+   * taken as it is (as at startup). Said once per refused connection in the log.
+   */
+  private async replicaRefusal(client: Redis, commandTimeout: number): Promise<((operation: string) => Error) | undefined> {
+    const bound = Math.max(1, Math.floor(commandTimeout / 2));
+    const info = await withDeadline(client.info('replication'), bound, () => new Error('no answer')).catch(() => undefined);
+    const primary = info === undefined ? undefined : replicatedPrimary(info);
+    const target = this.connectionState.target;
+    if (primary === undefined) {
+      this.loggedReplicaOf = undefined;
+      return undefined;
+    }
+    if (this.loggedReplicaOf !== client.stream) {
+      this.loggedReplicaOf = client.stream;
+      this.context.logger.error(replicaConnected(target, primary, 'lock calls').message);
+    }
+    return (operation) => replicaConnected(target, primary, operation);
   }
 
   /** Why a client the user passed can serve no lock call (user-client-refusal.ts); never about a connection of ours. */
@@ -129,8 +161,7 @@ class RedisBackend implements LockBackend {
    */
   private async refuseWrongServer(client: Redis, commandTimeout: number): Promise<void> {
     const ask = (section: string) => withDeadline(client.info(section), commandTimeout, () => new Error('no answer')).catch(() => undefined);
-    const viaSentinels = client.options.sentinels !== undefined && client.options.sentinels !== null;
-    const [server, replication] = await Promise.all([ask('server'), viaSentinels ? undefined : ask('replication')]);
+    const [server, replication] = await Promise.all([ask('server'), viaSentinels(client) ? undefined : ask('replication')]);
     if (server !== undefined && isSentinelInfo(server)) throw sentinelAtStartup(this.connectionState.target);
     const primary = replication === undefined ? undefined : replicatedPrimary(replication);
     if (primary !== undefined) throw replicaAtStartup(this.connectionState.target, primary);
@@ -178,4 +209,10 @@ class RedisBackend implements LockBackend {
     await this.wakeChannel.close();
     if (this.connection.owned) await closeConnection(this.connection.client, this.context.settings.shutdownTimeout);
   }
+}
+
+/** A client that reaches its primary through Sentinels: ioredis itself checks the role of what it connects to. */
+function viaSentinels(client: RedisClient): boolean {
+  const { sentinels } = (client as Redis).options;
+  return sentinels !== undefined && sentinels !== null;
 }

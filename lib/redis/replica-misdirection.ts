@@ -26,3 +26,18 @@ export function replicaAtStartup(target: string, primary: string): LockConnectio
     'startup',
   );
 }
+
+/**
+ * A connection made without the startup check (requireRedisAtStartup: false), or after a reconnect, reached a
+ * replica (a DNS name or proxy now pointing at one). A writable replica (`replica-read-only no`) granted locks there
+ * that services on its primary never saw; a read-only one failed every call with READONLY, told as a server to check.
+ */
+export function replicaConnected(target: string, primary: string, operation: string): LockConnectionError {
+  return new LockConnectionError(
+    `Redis ${operation} not sent: ${target} is a replica (INFO replication: role:slave, replicating ${primary}), not a primary. ` +
+      `Locks held on a replica would not exclude those held on its primary, so no lock call goes through this connection; ` +
+      `it is checked again every second and at each reconnect. Point the redis option at the primary; with Sentinel, give ` +
+      `ioredis the Sentinels and the primary's name (redis: { sentinels: [...], name: 'mymaster' }), which follows the primary across failovers.`,
+    operation,
+  );
+}

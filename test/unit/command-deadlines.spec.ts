@@ -152,9 +152,25 @@ describe('CommandDeadlines', () => {
       const held = bounds.bound('acquire', run);
       await sleep(30);
       expect(runs).toBe(0);
+      // Called back while the gate still says 'wait' (the new connection's check is running): it asks again and waits on.
+      ready();
+      await sleep(10);
+      expect(runs).toBe(0);
+      expect(waiting.size).toBe(1);
+      state.admit = undefined;
       ready();
       await expect(held).resolves.toBe(1);
 
+      // Called back with a refusal (the connection's check refused it): the call fails with it, nothing sent.
+      state.admit = 'wait';
+      const refused = bounds.bound('acquire', run);
+      state.admit = new LockConnectionError('a replica', 'acquire');
+      ready();
+      await expect(refused).rejects.toThrow(/^a replica$/);
+      expect(runs).toBe(1);
+      expect(bounds.inFlight).toBe(0);
+
+      state.admit = 'wait';
       const started = performance.now();
       await expect(bounds.bound('release', run)).rejects.toThrow(/no connection within 100 ms for release/);
       expect(performance.now() - started).toBeLessThan(300);
