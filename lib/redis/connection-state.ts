@@ -89,12 +89,12 @@ export class ConnectionState implements CommandGate {
 
   /**
    * Every new connection (a socket of the client: the first, and each one after a reconnect) is checked by `check`
-   * before any call goes through it; calls wait for the verdict within their own deadline. `alreadyChecked`: the
-   * current connection passed the same check at startup.
+   * before any call goes through it; calls wait for the verdict within their own deadline. `checkedSocket`: a
+   * connection (the client's `stream`) that passed the same check at startup.
    */
-  checkEachConnection(check: ConnectionCheck, alreadyChecked: boolean): void {
+  checkEachConnection(check: ConnectionCheck, checkedSocket?: unknown): void {
     this.check = check;
-    if (alreadyChecked) this.checked = { socket: this.socket, at: monotonicNow() };
+    if (checkedSocket !== undefined) this.checked = { socket: checkedSocket, at: monotonicNow() };
   }
 
   admit(operation: string): undefined | Error | 'wait' {
@@ -133,12 +133,15 @@ export class ConnectionState implements CommandGate {
     }
     if (this.checking !== socket) {
       this.checking = socket;
-      void this.check!().then((refusal) => {
-        if (this.checking === socket) this.checking = undefined;
-        this.checked = { socket, at: monotonicNow(), refusal };
-        // The calls that waited ask again: sent, failed with the refusal, or (a newer socket) waiting for its check.
-        this.sendWaiting();
-      });
+      // A check that fails itself says nothing against the connection (it never should: ConnectionCheck).
+      void this.check!()
+        .catch(() => undefined)
+        .then((refusal) => {
+          if (this.checking === socket) this.checking = undefined;
+          this.checked = { socket, at: monotonicNow(), refusal };
+          // The calls that waited ask again: sent, failed with the refusal, or (a newer socket) waiting for its check.
+          this.sendWaiting();
+        });
     }
     return 'wait';
   }

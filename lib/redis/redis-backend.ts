@@ -62,7 +62,7 @@ class RedisBackend implements LockBackend {
     }
     if (owned) reportConnectionHealth(client, this.connectionState, logger, shutdown);
     if (!isClusterClient(client) && !viaSentinels(client)) {
-      this.connectionState.checkEachConnection(() => this.replicaRefusal(client, settings.commandTimeout), false);
+      this.connectionState.checkEachConnection(() => this.replicaRefusal(client, settings.commandTimeout));
     }
     const { keyPrefix, commandTimeout, waiterLease, replicaAcks, replicaAckTimeout } = settings;
     const acks = replicaAcks > 0 ? new ReplicaAcks(replicaAcks, replicaAckTimeout) : undefined;
@@ -96,9 +96,10 @@ class RedisBackend implements LockBackend {
     if (!(await this.untilReadyOrClosed(startupTimeout)))
       throw this.refusalOfUserClient() ?? this.connectionState.notReachableAtStartup(startupTimeout);
     if (!isClusterClient(client)) {
+      const checked = client.stream;
       await this.refuseWrongServer(client, commandTimeout);
       // The connection startup checked is not checked again before the first lock call.
-      if (!viaSentinels(client)) this.connectionState.checkEachConnection(() => this.replicaRefusal(client, commandTimeout), true);
+      if (!viaSentinels(client)) this.connectionState.checkEachConnection(() => this.replicaRefusal(client, commandTimeout), checked);
     }
     await this.refuseWithoutPermission();
     // Handed over while its quit() was still on the way (status still 'ready'): the questions above failed quietly.
