@@ -12,23 +12,6 @@ import { closedOnPurposeBy, isClusterClient, type RedisClient } from './redis-co
 const IOREDIS_CONNECTION_FAILURE = /^(Stream isn't writeable|Cluster isn't ready|Connection is closed\.|Reached the max retries per request limit)/;
 
 /**
- * What this process knows about its Redis connection, so that every lock call is admitted,
- * held back or refused by the truth, and its error says so:
- * - ready: sent at once;
- * - never connected yet (a call right after `new LockService()`, or outside Nest without
- *   `onModuleInit()`): the call waits for the first connection within its own commandTimeout, and
- *   fails naming the address and the system's reason when none comes. It never sits in ioredis'
- *   offline queue (which could replay it long after its caller was told it failed);
- * - connected before, down now: refused at once, saying the connection is being re-established;
- * - closed: refused at once.
- *
- * On a connection the module owns it listens to 'ready' and 'error' for as long as the client lives.
- * A user's client gets no lasting listener (a LockService closed and made again would pile them
- * up, and an 'error' listener would silence ioredis' "Unhandled error event" print): readiness is
- * seen at each call, a 'ready' listener is attached only while calls wait, and messages go without
- * the system's reason.
- */
-/**
  * A check a new connection must pass before lock calls go through it: resolves with why calls must not (a function
  * making the error for one operation), or undefined when they may, or when the server could not say. Never rejects.
  */
@@ -37,6 +20,25 @@ export type ConnectionCheck = () => Promise<((operation: string) => Error) | und
 /** A connection refused by its check is checked again after this long (ms): a replica may be promoted meanwhile. */
 export const RECHECK_REFUSED_MS = 1_000;
 
+/**
+ * What this process knows about its Redis connection, so that every lock call is admitted,
+ * held back or refused by the truth, and its error says so:
+ * - ready: sent at once;
+ * - never connected yet (a call right after `new LockService()`, or outside Nest without
+ *   `onModuleInit()`): the call waits for the first connection within its own commandTimeout, and
+ *   fails naming the address and the system's reason when none comes. It never sits in ioredis'
+ *   offline queue (which could replay it long after its caller was told it failed);
+ * - connected before, down now: refused at once, saying the connection is being re-established;
+ * - closed: refused at once;
+ * - with a check (checkEachConnection: a single Redis' replica check), each new connection is held back until its
+ *   check answers, and refused while the check refuses it.
+ *
+ * On a connection the module owns it listens to 'ready' and 'error' for as long as the client lives.
+ * A user's client gets no lasting listener (a LockService closed and made again would pile them
+ * up, and an 'error' listener would silence ioredis' "Unhandled error event" print): readiness is
+ * seen at each call, a 'ready' listener is attached only while calls wait, and messages go without
+ * the system's reason.
+ */
 export class ConnectionState implements CommandGate {
   /** Where the connection goes, as messages name it: `Redis at 127.0.0.1:6379`. */
   readonly target: string;
