@@ -25,3 +25,9 @@ export const newServiceId = (): string => randomText(9);
  * what lease it asked for. base64url has no '.'.
  */
 export const newOwnerToken = (serviceId: string, ttl: number): string => `${serviceId}.${ttl}.${randomText(16)}`;
+
+/** The ttl an owner token carries (newOwnerToken): how long its lock or queue place can outlive the call that took it; 0 when unreadable. */
+export function ttlOfOwnerToken(token: string): number {
+  const ttl = Number(token.split('.', 2)[1]);
+  return Number.isSafeInteger(ttl) && ttl > 0 ? ttl : 0;
+}

@@ -1,3 +1,4 @@
+import { ttlOfOwnerToken } from '../core/owner-token';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import { monotonicNow } from '../time/clock';
 import type { LockRedisKeys } from './lock-redis-keys';
@@ -9,12 +10,6 @@ import { ClusterMasterProbes, type KeptCleanUps } from './cluster-master-probes'
  * leaves the rest to lapse by themselves, as all of them did before this existed.
  */
 export const MAX_GIVE_BACKS_KEPT = 10_000;
-
-/** How long an owner token's lock or queue place can outlive the call that took it (ms): the ttl the token carries. */
-function leaseBoundOf(token: string): number {
-  const ttl = Number(token.split('.', 2)[1]);
-  return Number.isSafeInteger(ttl) && ttl > 0 ? ttl : 0;
-}
 
 /** When kept clean-ups go again: started when one is kept, stopped when none is left (or at close). */
 interface ReconnectWatch {
@@ -81,7 +76,7 @@ export class GiveBacksAfterReconnect implements KeptCleanUps {
    * The abandon of `token` on `keys` failed with `error`: kept for the reconnect when the connection failed it, until
    * the lease it may have left would have lapsed (`until`: that moment, when known from an earlier failure).
    */
-  failed(keys: LockRedisKeys, token: string, error: unknown, until = monotonicNow() + leaseBoundOf(token)): void {
+  failed(keys: LockRedisKeys, token: string, error: unknown, until = monotonicNow() + ttlOfOwnerToken(token)): void {
     const now = monotonicNow();
     // After close(): a clean-up still in flight at shutdown fails with the connection; nothing is sent any more.
     if (this.closed || !(error instanceof LockConnectionError) || until <= now) return;
