@@ -2,7 +2,7 @@ import type { ClusterNode, Redis } from 'ioredis';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import { monotonicNow } from '../time/clock';
 import type { CommandGate } from './command-deadlines';
-import { closedOnPurposeBy, isClusterClient, type RedisClient } from './redis-connection';
+import { closedOnPurposeBy, isClusterClient, socketOf, type RedisClient } from './redis-connection';
 
 /**
  * ioredis' own words for "this command never got an answer because the connection is gone"
@@ -149,7 +149,7 @@ export class ConnectionState implements CommandGate {
   }
 
   private get socket(): unknown {
-    return (this.client as { stream?: unknown }).stream;
+    return socketOf(this.client);
   }
 
   private sendWaiting(): void {

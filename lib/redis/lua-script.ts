@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import Redis, { Cluster, Command, type Pipeline, type RedisOptions } from 'ioredis';
-import type { RedisClient } from './redis-connection';
+import { socketOf, type RedisClient } from './redis-connection';
 
 /** What ioredis' `pipeline.exec()` resolves to: one [error, reply] per command. */
 export type PipelineResults = Array<[Error | null, unknown]>;
@@ -124,7 +124,7 @@ export class ScriptRunner {
    * after a NOSCRIPT. Either way the server has it cached afterwards, so later calls go by SHA1.
    */
   private sendsText(script: LuaScript, attempt: number): boolean {
-    const socket = (this.client as { stream?: unknown }).stream;
+    const socket = socketOf(this.client);
     if (socket !== this.sentOn) {
       this.sent.clear();
       this.sentOn = socket;

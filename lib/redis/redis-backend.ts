@@ -17,6 +17,7 @@ import {
   connectTimeoutFor,
   createRedisConnection,
   isClusterClient,
+  socketOf,
   waitUntilReady,
 } from './redis-connection';
 import { RedisLockStore } from './redis-lock-store';
@@ -96,7 +97,7 @@ class RedisBackend implements LockBackend {
     if (!(await this.untilReadyOrClosed(startupTimeout)))
       throw this.refusalOfUserClient() ?? this.connectionState.notReachableAtStartup(startupTimeout);
     if (!isClusterClient(client)) {
-      const checked = client.stream;
+      const checked = socketOf(client);
       await this.refuseWrongServer(client, commandTimeout);
       // The connection startup checked is not checked again before the first lock call.
       if (!viaSentinels(client)) this.connectionState.checkEachConnection(() => this.replicaRefusal(client, commandTimeout), checked);
@@ -125,8 +126,9 @@ class RedisBackend implements LockBackend {
       this.loggedReplicaOf = undefined;
       return undefined;
     }
-    if (this.loggedReplicaOf !== client.stream) {
-      this.loggedReplicaOf = client.stream;
+    const socket = socketOf(client);
+    if (this.loggedReplicaOf !== socket) {
+      this.loggedReplicaOf = socket;
       this.context.logger.error(replicaConnected(target, primary, 'lock calls').message);
     }
     return (operation) => replicaConnected(target, primary, operation);

@@ -102,6 +102,12 @@ export function reopenWhenEnded(client: RedisClient): void {
 /** Whether a connection of ours was closed on purpose (an ended one that was not is being opened again). */
 export const closedOnPurposeBy = (client: RedisClient): boolean => closedOnPurpose.has(client);
 
+/**
+ * The socket a client's calls go out on now: another one after every reconnect, so it tells one connection from the
+ * next (a fresh script cache, a connection to check again, a reply on it to an older call being a replay).
+ */
+export const socketOf = (client: RedisClient): unknown => (client as { stream?: unknown }).stream;
+
 /** Closes a connection of ours at once (no QUIT), for good. */
 export function closeNow(client: RedisClient): void {
   closedOnPurpose.add(client);

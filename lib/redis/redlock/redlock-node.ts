@@ -6,7 +6,7 @@ import { ConnectionState } from '../connection-state';
 import type { LockRedisKeys } from '../lock-redis-keys';
 import { runBoundedScript } from '../bounded-script';
 import { CommandArg, isNoScript, LuaScript, ScriptRunner } from '../lua-script';
-import { createRedisConnection, RedisClient } from '../redis-connection';
+import { createRedisConnection, RedisClient, socketOf } from '../redis-connection';
 import { aclRefusalOf } from '../permission-check';
 import { WriteBatcher } from '../write-batcher';
 import { REDLOCK_SCRIPTS } from './redlock-scripts';
@@ -50,9 +50,9 @@ export class RedlockNode {
     this.writes = new WriteBatcher(client);
   }
 
-  /** The socket calls go out on now: another one after every reconnect (a reply on it to an older call is a replay). */
+  /** The socket calls go out on now (socketOf): a reply on another one to an older call is a replay. */
   get connection(): unknown {
-    return (this.client as { stream?: unknown }).stream;
+    return socketOf(this.client);
   }
 
   /** `Redis at 127.0.0.1:6379`, as messages name it. */
