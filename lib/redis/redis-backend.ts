@@ -118,8 +118,7 @@ class RedisBackend implements LockBackend {
    * taken as it is (as at startup). Said once per refused connection in the log.
    */
   private async replicaRefusal(client: Redis, commandTimeout: number): Promise<((operation: string) => Error) | undefined> {
-    const bound = Math.max(1, Math.floor(commandTimeout / 2));
-    const info = await withDeadline(client.info('replication'), bound, () => new Error('no answer')).catch(() => undefined);
+    const info = await infoWithin(client, 'replication', Math.max(1, Math.floor(commandTimeout / 2)));
     const primary = info === undefined ? undefined : replicatedPrimary(info);
     const target = this.connectionState.target;
     if (primary === undefined) {
@@ -163,8 +162,10 @@ class RedisBackend implements LockBackend {
    * primary (and role 'slave' is refused with the options).
    */
   private async refuseWrongServer(client: Redis, commandTimeout: number): Promise<void> {
-    const ask = (section: string) => withDeadline(client.info(section), commandTimeout, () => new Error('no answer')).catch(() => undefined);
-    const [server, replication] = await Promise.all([ask('server'), viaSentinels(client) ? undefined : ask('replication')]);
+    const [server, replication] = await Promise.all([
+      infoWithin(client, 'server', commandTimeout),
+      viaSentinels(client) ? undefined : infoWithin(client, 'replication', commandTimeout),
+    ]);
     if (server !== undefined && isSentinelInfo(server)) throw sentinelAtStartup(this.connectionState.target);
     const primary = replication === undefined ? undefined : replicatedPrimary(replication);
     if (primary !== undefined) throw replicaAtStartup(this.connectionState.target, primary);
@@ -218,4 +219,9 @@ class RedisBackend implements LockBackend {
 function viaSentinels(client: RedisClient): boolean {
   const { sentinels } = (client as Redis).options;
   return sentinels !== undefined && sentinels !== null;
+}
+
+/** `INFO section`, or undefined when the server does not answer it within `ms` or refuses it: the checks then take it as it is. */
+function infoWithin(client: Redis, section: string, ms: number): Promise<string | undefined> {
+  return withDeadline(client.info(section), ms, () => new Error('no answer')).catch(() => undefined);
 }

@@ -19,10 +19,8 @@ export function replicatedPrimary(info: string): string | undefined {
  */
 export function replicaAtStartup(target: string, primary: string): LockConnectionError {
   return new LockConnectionError(
-    `${target} is a replica (INFO replication: role:slave, replicating ${primary}), not a primary: it refuses every lock write ` +
-      `(READONLY), and locks held there would not exclude those held on its primary. Point the redis option at the primary; ` +
-      `with Sentinel, give ioredis the Sentinels and the primary's name (redis: { sentinels: [...], name: 'mymaster' }), ` +
-      `which follows the primary across failovers.`,
+    `${isAReplica(target, primary)}: it refuses every lock write (READONLY), and locks held there would not exclude those ` +
+      `held on its primary. ${USE_THE_PRIMARY}`,
     'startup',
   );
 }
@@ -34,10 +32,17 @@ export function replicaAtStartup(target: string, primary: string): LockConnectio
  */
 export function replicaConnected(target: string, primary: string, operation: string): LockConnectionError {
   return new LockConnectionError(
-    `Redis ${operation} not sent: ${target} is a replica (INFO replication: role:slave, replicating ${primary}), not a primary. ` +
-      `Locks held on a replica would not exclude those held on its primary, so no lock call goes through this connection; ` +
-      `it is checked again every second and at each reconnect. Point the redis option at the primary; with Sentinel, give ` +
-      `ioredis the Sentinels and the primary's name (redis: { sentinels: [...], name: 'mymaster' }), which follows the primary across failovers.`,
+    `Redis ${operation} not sent: ${isAReplica(target, primary)}. Locks held on a replica would not exclude those held on ` +
+      `its primary, so no lock call goes through this connection; it is checked again every second and at each reconnect. ` +
+      USE_THE_PRIMARY,
     operation,
   );
 }
+
+const isAReplica = (target: string, primary: string): string =>
+  `${target} is a replica (INFO replication: role:slave, replicating ${primary}), not a primary`;
+
+/** What to do about a replica's address, in either message. */
+const USE_THE_PRIMARY =
+  "Point the redis option at the primary; with Sentinel, give ioredis the Sentinels and the primary's name " +
+  "(redis: { sentinels: [...], name: 'mymaster' }), which follows the primary across failovers.";
