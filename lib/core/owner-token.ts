@@ -26,6 +26,12 @@ export const newServiceId = (): string => randomText(9);
  */
 export const newOwnerToken = (serviceId: string, ttl: number): string => `${serviceId}.${ttl}.${randomText(16)}`;
 
+/**
+ * One acquisition of one key (an owner token serves every key of a multi-key lock), as a map key: what waits for a
+ * handover, what a Redlock ticket, a win with answers due or a clean-up kept for a reconnect is about.
+ */
+export const acquisitionId = (token: string, lockName: string): string => `${token} ${lockName}`;
+
 /** The ttl an owner token carries (newOwnerToken): how long its lock or queue place can outlive the call that took it; 0 when unreadable. */
 export function ttlOfOwnerToken(token: string): number {
   const ttl = Number(token.split('.', 2)[1]);

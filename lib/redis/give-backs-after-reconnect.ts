@@ -4,6 +4,7 @@ import { monotonicNow } from '../time/clock';
 import type { LockRedisKeys } from './lock-redis-keys';
 import { isClusterClient, type RedisClient } from './redis-connection';
 import { ClusterMasterProbes, type KeptCleanUps } from './cluster-master-probes';
+import { acquisitionId } from '../core/owner-token';
 
 /**
  * Most clean-ups kept for a reconnect. Each is a few hundred bytes; a longer outage with more failed acquisitions
@@ -84,7 +85,7 @@ export class GiveBacksAfterReconnect implements KeptCleanUps {
     // ones whose lease is over make room.
     if (this.pending.size >= MAX_GIVE_BACKS_KEPT) for (const [id, kept] of this.pending) if (kept.until <= now) this.pending.delete(id);
     if (this.pending.size >= MAX_GIVE_BACKS_KEPT) return;
-    this.pending.set(`${token} ${keys.lock}`, { keys, token, until });
+    this.pending.set(acquisitionId(token, keys.lock), { keys, token, until });
     this.watch.start();
   }
 

@@ -5,6 +5,7 @@ import { CommandDeadlines } from './command-deadlines';
 import { closeNow, isClusterClient, RedisClient, reopenWhenEnded, waitUntilReady } from './redis-connection';
 import type { WakeRoute } from './wake-route';
 import { monotonicNow } from '../time/clock';
+import { acquisitionId } from '../core/owner-token';
 
 export type { Handover } from '../core/handover-channel';
 
@@ -141,7 +142,7 @@ export class WakeChannel implements HandoverChannel {
    * lock, so a handover is routed by both: a message about one key never wakes the wait for another.
    */
   register(token: string, lockName: string, wake: Wake): () => void {
-    const id = handoverId(token, lockName);
+    const id = acquisitionId(token, lockName);
     this.waiters.set(id, { lockName, wake });
     return () => this.waiters.delete(id);
   }
@@ -275,7 +276,7 @@ export class WakeChannel implements HandoverChannel {
   private deliver(message: string): void {
     // Scripts see key names with the client's own keyPrefix (an ioredis option) in front.
     const parsed = parseHandover(message, this.route.clientKeyPrefix);
-    if (parsed) this.waiters.get(handoverId(parsed.token, parsed.lockName))?.wake(parsed.handover);
+    if (parsed) this.waiters.get(acquisitionId(parsed.token, parsed.lockName))?.wake(parsed.handover);
   }
 
   // ---- sharded mode ----
@@ -420,8 +421,6 @@ function nodeKeyOf(node: Redis): string {
   const { host, port } = node.options;
   return `${host}:${port}`;
 }
-
-const handoverId = (token: string, lockName: string): string => `${token} ${lockName}`;
 
 /** `<token> <fence> <lease ms> <place ms left> <lock key>` (the key last: it may contain spaces). */
 function parseHandover(message: string, clientPrefix: string): { token: string; lockName: string; handover: Handover } | undefined {

@@ -1,4 +1,5 @@
 import type { Handover, HandoverChannel, HandoverChannelState } from '../core/handover-channel';
+import { acquisitionId } from '../core/owner-token';
 
 /**
  * The in-memory counterpart of a service's Redis pub/sub channel: the space delivers a handover to
@@ -24,7 +25,7 @@ export class MemoryWakeChannel implements HandoverChannel {
   }
 
   register(token: string, lockName: string, wake: (handover: Handover) => void): () => void {
-    const id = handoverId(token, lockName);
+    const id = acquisitionId(token, lockName);
     this.waiters.set(id, wake);
     return () => this.waiters.delete(id);
   }
@@ -35,7 +36,7 @@ export class MemoryWakeChannel implements HandoverChannel {
 
   /** A release handed `lockName` to `token`; a message nobody waits for is dropped, as on Redis. */
   deliver(token: string, lockName: string, handover: Handover): void {
-    this.waiters.get(handoverId(token, lockName))?.(handover);
+    this.waiters.get(acquisitionId(token, lockName))?.(handover);
   }
 
   close(): Promise<void> {
@@ -45,5 +46,3 @@ export class MemoryWakeChannel implements HandoverChannel {
     return Promise.resolve();
   }
 }
-
-const handoverId = (token: string, lockName: string): string => `${token} ${lockName}`;

@@ -1,4 +1,5 @@
 import { monotonicNow, wallClockMicros } from '../../time/clock';
+import { acquisitionId } from '../../core/owner-token';
 
 /**
  * An acquisition that made no attempt for this long (its caller vanished) loses its ticket; longer
@@ -72,7 +73,7 @@ export class RedlockTickets {
 
   /** The ticket of `token`'s acquisition of `lock`; a first attempt (`retry` false) picks a fresh one. */
   of(token: string, lock: string, retry: boolean): string {
-    const id = `${token} ${lock}`;
+    const id = acquisitionId(token, lock);
     const known = this.tickets.get(id);
     if (known && retry) {
       known.at = monotonicNow();
@@ -86,12 +87,12 @@ export class RedlockTickets {
   }
 
   forget(token: string, lock: string): void {
-    this.tickets.delete(`${token} ${lock}`);
+    this.tickets.delete(acquisitionId(token, lock));
   }
 
   /** A majority of handovers granted `token` the lock: see Ticket.handedOver. */
   markHandedOver(token: string, lock: string): void {
-    const known = this.tickets.get(`${token} ${lock}`);
+    const known = this.tickets.get(acquisitionId(token, lock));
     if (known) known.handedOver = true;
   }
 
@@ -100,7 +101,7 @@ export class RedlockTickets {
    * (it holds the lock until its release forgets the ticket), or undefined: over, or won by an attempt.
    */
   standOf(token: string, lock: string): 'waiting' | 'handed-over' | undefined {
-    const known = this.tickets.get(`${token} ${lock}`);
+    const known = this.tickets.get(acquisitionId(token, lock));
     if (!known) return undefined;
     return known.handedOver ? 'handed-over' : 'waiting';
   }
@@ -135,7 +136,7 @@ export class RedlockTickets {
 
   /** The last place node `node` confirmed for this acquisition, if it is still waiting and no call to that node is on its way. */
   placeOn(token: string, lock: string, node: number): PlaceOnNode | undefined {
-    const view = this.tickets.get(`${token} ${lock}`)?.nodes[node];
+    const view = this.tickets.get(acquisitionId(token, lock))?.nodes[node];
     return view && view.asking === 0 ? view.place : undefined;
   }
 
@@ -144,7 +145,7 @@ export class RedlockTickets {
    * Read right after `track` to name that call (see `isLastCall`).
    */
   lastCallTo(token: string, lock: string, node: number): number | undefined {
-    return this.tickets.get(`${token} ${lock}`)?.nodes[node]?.lastCall;
+    return this.tickets.get(acquisitionId(token, lock))?.nodes[node]?.lastCall;
   }
 
   /**
@@ -153,12 +154,12 @@ export class RedlockTickets {
    * connection, so that call's own answer says what to do with the node.
    */
   isLastCall(token: string, lock: string, node: number, call: number | undefined): boolean {
-    const known = this.tickets.get(`${token} ${lock}`);
+    const known = this.tickets.get(acquisitionId(token, lock));
     return call !== undefined && !known?.handedOver && known?.nodes[node]?.lastCall === call;
   }
 
   private viewOf(token: string, lock: string, node: number): NodeView | undefined {
-    const known = this.tickets.get(`${token} ${lock}`);
+    const known = this.tickets.get(acquisitionId(token, lock));
     if (!known) return undefined;
     return (known.nodes[node] ??= { asking: 0, lastCall: 0 });
   }

@@ -1,3 +1,5 @@
+import { acquisitionId } from '../../core/owner-token';
+
 /**
  * The locks this store won before every node had answered the winning attempt, until they are released or abandoned:
  * a late answer that comes for one of them is the holder's (see late-answers.ts), and any other late answer is an
@@ -13,16 +15,16 @@ export class WinsWithAnswersDue {
   private readonly wins = new Set<string>();
 
   add(token: string, lock: string): void {
-    this.wins.add(idOf(token, lock));
+    this.wins.add(acquisitionId(token, lock));
   }
 
   /** Released or abandoned: a late answer now is an ended acquisition's. */
   delete(token: string, lock: string): void {
-    if (this.wins.size > 0) this.wins.delete(idOf(token, lock));
+    if (this.wins.size > 0) this.wins.delete(acquisitionId(token, lock));
   }
 
   has(token: string, lock: string): boolean {
-    return this.wins.size > 0 && this.wins.has(idOf(token, lock));
+    return this.wins.size > 0 && this.wins.has(acquisitionId(token, lock));
   }
 
   /** @internal Tests: how many are kept. */
@@ -30,5 +32,3 @@ export class WinsWithAnswersDue {
     return this.wins.size;
   }
 }
-
-const idOf = (token: string, lock: string): string => `${token} ${lock}`;
