@@ -13,6 +13,12 @@ import { startService } from './workers/support/fault-helpers';
 import { pollUntil, sleep, TimerLateness } from './workers/support/timing';
 
 const TTL = 600;
+/**
+ * The lease of the cases that hold a lock for 3× it and require it never lapsed. The watchdog renews every third of
+ * it, so a stall of this process longer than about two thirds of it loses the lock, and rightly (a paused holder
+ * must not renew a lease that may have ended): with TTL (600 ms) a loaded CI machine lost one here once.
+ */
+const HOLD_TTL = 1_200;
 
 describe('watchdog renewals seen from Redis', () => {
   let redis: RedisProcess;
@@ -49,13 +55,15 @@ describe('watchdog renewals seen from Redis', () => {
   }
 
   it('keeps the lock of a job running 3×TTL (PTTL > 0, same owner throughout); after release no renewal touches the key', async () => {
-    const locks = await makeService();
+    const locks = await makeService({ ttl: HOLD_TTL });
     const monitor = await startMonitor(redis);
     monitors.push(monitor.stop);
+    const lateness = new TimerLateness().start();
     const lock = await locks.acquire('job:long');
     const lockKey = 'wd:{job:long}';
 
-    const samples = await sample([lockKey], TTL / 10, 3 * TTL);
+    const samples = await sample([lockKey], HOLD_TTL / 10, 3 * HOLD_TTL);
+    lateness.stop();
     const minPttl = Math.min(...samples.map((s) => s.pttl));
     const renewalsWhileHeld = monitor.seen.filter((c) => isRenewScript(c) && c.args[3] === lockKey).length;
     expect(lock.isHeld()).toBe(true);
@@ -63,11 +71,13 @@ describe('watchdog renewals seen from Redis', () => {
     const releasedAtServer = (await client.time()).map(Number);
     const releaseCutoff = releasedAtServer[0] * 1000 + releasedAtServer[1] / 1000;
 
-    await sleep(2 * TTL);
+    // Three renewal intervals: a renewal the release failed to stop would show up here.
+    await sleep(HOLD_TTL);
     const after = monitor.seen.filter((c) => c.at > releaseCutoff && isRenewalOf(lockKey)(c));
     console.log(
-      `watchdog: ${samples.length} samples over ${3 * TTL} ms, min PTTL ${minPttl} ms, ${renewalsWhileHeld} renewals while held, ` +
-        `${after.length} renewal commands in the ${2 * TTL} ms after release`,
+      `watchdog: ${samples.length} samples over ${3 * HOLD_TTL} ms, min PTTL ${minPttl} ms, ${renewalsWhileHeld} renewals while held, ` +
+        `${after.length} renewal commands in the ${HOLD_TTL} ms after release; longest stall of this process while held ` +
+        `${lateness.maxGap(lock.acquiredAt, performance.now()).toFixed(0)} ms`,
     );
 
     expect(samples.length).toBeGreaterThanOrEqual(15);
@@ -123,7 +133,7 @@ describe('watchdog renewals seen from Redis', () => {
   });
 
   it('renews 10 locks held at once together: one batch per tick from one connection, every key PTTL > 0 throughout', async () => {
-    const locks = await makeService();
+    const locks = await makeService({ ttl: HOLD_TTL });
     const keys = Array.from({ length: 10 }, (_, i) => `job:many:${i}`);
     const lockKeys = keys.map((k) => `wd:{${k}}`);
     const monitor = await startMonitor(redis);
@@ -137,11 +147,11 @@ describe('watchdog renewals seen from Redis', () => {
     const pipelines = jest.spyOn(scripts, 'runPipelined');
     const held = await Promise.all(keys.map((k) => locks.acquire(k)));
 
-    const samples = await sample(lockKeys, TTL / 10, 3 * TTL);
+    const samples = await sample(lockKeys, HOLD_TTL / 10, 3 * HOLD_TTL);
     await Promise.all(held.map((l) => l.release()));
 
     const renewals = monitor.seen.filter(isRenewScript).sort((a, b) => a.at - b.at);
-    // Batches: renewals closer than 20 ms to the previous one belong to the same tick (ticks are TTL/3 = 200 ms apart).
+    // Batches: renewals closer than 20 ms to the previous one belong to the same tick (ticks are HOLD_TTL/3 = 400 ms apart).
     const batches: Seen[][] = [];
     for (const r of renewals) {
       const last = batches[batches.length - 1];
