@@ -8,7 +8,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ADAPTERS, LockAdapter } from './adapters';
+import { ADAPTERS, LockAdapter, SEQUENTIAL_DIAGNOSTICS } from './adapters';
 import { benchConfig } from './bench-config';
 import { redisServerVersion } from './measure/bench-server';
 import { nowMs } from './measure/clock';
@@ -21,7 +21,7 @@ import { renderTable } from './report/format';
 import { machineInfo } from './report/machine';
 import { resultsMarkdown } from './report/results-markdown';
 import { clusterChecks, clusterChecksTable, clusterContendedTable, clusterParallelTable, clusterSectionMarkdown } from './report/cluster-tables';
-import { contendedTable, handoverFloorLine, heldTable, parallelTable, sequentialTable } from './report/tables';
+import { contendedTable, handoverFloorLine, heldTable, parallelTable, sequentialShareLine, sequentialTable } from './report/tables';
 import { checkTargets, targetsTable, totalOverlaps } from './report/targets';
 import { waitDistributionSvg } from './report/wait-distribution-svg';
 import {
@@ -30,6 +30,7 @@ import {
   MULTI_NODE_QUICK,
   multiNodeChecksTable,
   multiNodeMarkdown,
+  multiNodeShareLine,
   multiNodeTable,
   MultiNodeResults,
   runMultiNodeSection,
@@ -61,6 +62,8 @@ async function multiNode(quick: boolean): Promise<{ markdown: string; overlaps: 
   log('');
   log(`(m) Redlock mode over ${results.config.nodes} independent nodes, side by side`);
   log(renderTable(multiNodeTable(results)));
+  const share = multiNodeShareLine(results);
+  if (share) log(share);
   log('');
   log('Multi-node targets');
   log(renderTable(multiNodeChecksTable(checks)));
@@ -122,8 +125,10 @@ async function main(): Promise<number> {
   );
   const idle = await idleRedisCpuUsPerSec();
 
-  log(`(a) sequential: ${config.sequential.rounds} rounds × ${config.sequential.cyclesPerRound} cycles per library…`);
-  const seqRounds = await interleaved<SequentialRound>(config.sequential.rounds, (a) => runSequentialRound(a, config.sequential.cyclesPerRound));
+  log(`(a) sequential: ${config.sequential.rounds} rounds × ${config.sequential.cyclesPerRound} cycles per library and ours' scripts alone…`);
+  const seqRounds = await interleavedRounds<LockAdapter, SequentialRound>([...ADAPTERS, ...SEQUENTIAL_DIAGNOSTICS], config.sequential.rounds, (a) =>
+    runSequentialRound(a, config.sequential.cyclesPerRound),
+  );
   const sequential = Object.fromEntries(Object.entries(seqRounds).map(([n, r]) => [n, summarizeSequential(r)]));
 
   const { rounds: pRounds, opsPerRound, inFlight } = config.parallel;
@@ -168,6 +173,7 @@ async function main(): Promise<number> {
     config,
     machine,
     adapters: ADAPTERS,
+    diagnostics: SEQUENTIAL_DIAGNOSTICS,
     idleRedisCpuUsPerSec: idle,
     sequential,
     parallel,
@@ -180,6 +186,8 @@ async function main(): Promise<number> {
   log('');
   log('(a) sequential uncontended acquire + release');
   log(renderTable(sequentialTable(results)));
+  const share = sequentialShareLine(results);
+  if (share) log(share);
   log('');
   log(`(b) ${inFlight} in flight on distinct keys`);
   log(renderTable(parallelTable(results)));

@@ -28,8 +28,8 @@ export interface LockAdapter {
   readonly name: string;
   /** One line for results.md: version and the settings this adapter uses. */
   readonly settings: string;
-  /** Peers are the libraries the targets compare against; the raw floor is not a peer. */
-  readonly role: 'ours' | 'peer' | 'floor';
+  /** Peers are the libraries the targets compare against; the raw floor is not a peer, nor is a diagnostic (a part of ours, measured alone). */
+  readonly role: 'ours' | 'peer' | 'floor' | 'diagnostic';
   create(redisUrl: string): Promise<LockClient>;
 }
 

@@ -1,10 +1,16 @@
+import type { LockAdapter } from '../adapters/lock-adapter';
 import { freshNodes } from '../measure/bench-server';
 import { interleavedRounds } from '../measure/interleaved';
-import { fmt, fmtMs, fmtPct, renderTable, Table } from '../report/format';
+import { pairedRatio } from '../measure/paired-ratio';
+import { fmt, fmtMs, fmtPct, fmtRatioSpread, renderTable, Table } from '../report/format';
 import { mergeContendedRepeats, runContended, ContendedResult } from '../workloads/contended.workload';
 import { runParallelRound, summarizeParallel, ParallelResult } from '../workloads/parallel-distinct.workload';
-import { runSequentialRound, summarizeSequential, SequentialResult } from '../workloads/sequential.workload';
+import { runSequentialRound, summarizeSequential, SequentialResult, SequentialRound } from '../workloads/sequential.workload';
 import { MultiNodeAdapter, multiNodeAdapters } from './multinode-adapters';
+import { oursRedlockScriptsAdapter } from './ours-redlock-scripts.adapter';
+
+/** Parts of ours measured alone in (m-a) only, interleaved with the libraries: never a peer, no target uses them. */
+const SEQUENTIAL_DIAGNOSTICS: readonly LockAdapter[] = [oursRedlockScriptsAdapter];
 
 /** Sizes of the multi-node section (Redlock over independent nodes); smaller than the single-node ones: N servers per round. */
 export interface MultiNodeConfig {
@@ -36,6 +42,8 @@ interface ContendedWithVotes extends ContendedResult {
 export interface MultiNodeResults {
   config: MultiNodeConfig;
   adapters: MultiNodeAdapter[];
+  /** Measured in (m-a) only (SEQUENTIAL_DIAGNOSTICS): in `sequential`, not in the table's columns. */
+  diagnostics: readonly LockAdapter[];
   sequential: Record<string, SequentialResult>;
   parallel: Record<string, ParallelResult>;
   contended: Record<string, ContendedWithVotes>;
@@ -52,8 +60,10 @@ export async function runMultiNodeSection(config: MultiNodeConfig, log: (line: s
   const adapters = multiNodeAdapters();
   const nodes = freshNodes(config.nodes);
   const { rounds: sRounds, cyclesPerRound } = config.sequential;
-  log(`(m) ${config.nodes} nodes, sequential: ${sRounds} rounds × ${cyclesPerRound} cycles per library…`);
-  const seq = await interleavedRounds(adapters, sRounds, (a) => runSequentialRound(a, cyclesPerRound, nodes));
+  log(`(m) ${config.nodes} nodes, sequential: ${sRounds} rounds × ${cyclesPerRound} cycles per library and ours' scripts alone…`);
+  const seq = await interleavedRounds<LockAdapter, SequentialRound>([...adapters, ...SEQUENTIAL_DIAGNOSTICS], sRounds, (a) =>
+    runSequentialRound(a, cyclesPerRound, nodes),
+  );
   const { rounds: pRounds, opsPerRound, inFlight } = config.parallel;
   log(`(m) ${config.nodes} nodes, ${inFlight} in flight: ${pRounds} rounds × ${opsPerRound} ops per library…`);
   const par = await interleavedRounds(adapters, pRounds, (a) => runParallelRound(a, opsPerRound, inFlight, nodes));
@@ -78,6 +88,7 @@ export async function runMultiNodeSection(config: MultiNodeConfig, log: (line: s
   return {
     config,
     adapters,
+    diagnostics: SEQUENTIAL_DIAGNOSTICS,
     sequential: Object.fromEntries(Object.entries(seq).map(([n, r]) => [n, summarizeSequential(r)])),
     parallel: Object.fromEntries(Object.entries(par).map(([n, r]) => [n, summarizeParallel(r, inFlight)])),
     contended,
@@ -170,19 +181,40 @@ export function checkMultiNodeTargets(results: MultiNodeResults): MultiNodeCheck
   return checks;
 }
 
+/**
+ * Where ours' uncontended time goes, from (m-a)'s rounds paired: the library's client code (ours ÷ its scripts sent
+ * alone) and its scripts against the fastest peer of (m-a). Undefined when (m-a) ran without the diagnostic.
+ */
+export function multiNodeShareLine(results: MultiNodeResults): string | undefined {
+  const s = results.sequential;
+  const ours = results.adapters.find((a) => a.role === 'ours')?.name;
+  const scripts = results.diagnostics[0]?.name;
+  const peers = results.adapters.filter((a) => a.role === 'peer' && s[a.name]).map((a) => a.name);
+  if (!ours || !scripts || !s[ours] || !s[scripts] || peers.length === 0) return undefined;
+  const peer = peers.reduce((a, b) => (s[b].usPerCycle < s[a].usPerCycle ? b : a));
+  return (
+    `Where ours' (m-a) time goes, paired per round: its client code ${fmtRatioSpread(pairedRatio(s[ours].usPerCycleRounds, s[scripts].usPerCycleRounds))} ` +
+    `(ours ÷ ${scripts}), its scripts ${fmtRatioSpread(pairedRatio(s[scripts].usPerCycleRounds, s[peer].usPerCycleRounds))} (${scripts} ÷ ${peer}); ` +
+    `Redis CPU, all nodes, ${scripts} ÷ ${peer} ${fmtRatioSpread(pairedRatio(s[scripts].cpuUsPerCycleRounds, s[peer].cpuUsPerCycleRounds))}; ` +
+    `client CPU per cycle ours ${fmt(s[ours].clientCpuUsPerCycle)} µs, ${scripts} ${fmt(s[scripts].clientCpuUsPerCycle)}, ${peer} ${fmt(s[peer].clientCpuUsPerCycle)}.`
+  );
+}
+
 export function multiNodeChecksTable(checks: MultiNodeCheck[]): Table {
   return [['target', 'measured', 'verdict'], ...checks.map((c) => [c.target, c.measured, c.pass === undefined ? 'n/a' : c.pass ? 'PASS' : 'FAIL'])];
 }
 
 /** The section for results.md: settings, the side-by-side table, the targets. */
 export function multiNodeMarkdown(results: MultiNodeResults, checks: MultiNodeCheck[]): string {
+  const share = multiNodeShareLine(results);
   return [
     `## Multi-node: Redlock over ${results.config.nodes} independent redis-servers`,
     '',
-    ...results.adapters.map((a) => `- **${a.name}**: ${a.settings}`),
+    ...[...results.adapters, ...results.diagnostics].map((a) => `- **${a.name}**: ${a.settings}`),
     '',
     renderTable(multiNodeTable(results)),
     '',
+    ...(share ? [share, ''] : []),
     renderTable(multiNodeChecksTable(checks)),
     '',
   ].join('\n');

@@ -12,6 +12,8 @@ export interface BenchResults {
   config: BenchConfig;
   machine: MachineInfo;
   adapters: readonly LockAdapter[];
+  /** Parts of ours measured alone in (a) (SEQUENTIAL_DIAGNOSTICS): in `sequential`, never peers or targets. */
+  diagnostics: readonly LockAdapter[];
   /** Redis CPU of an idle server holding 32 connections (16 of them subscribed), µs per second. */
   idleRedisCpuUsPerSec: number;
   sequential: Record<string, SequentialResult>;

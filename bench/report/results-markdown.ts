@@ -1,6 +1,6 @@
 import type { BenchResults } from './bench-results';
 import { fmt, renderTable } from './format';
-import { contendedTable, handoverFloorLine, heldTable, parallelTable, sequentialTable } from './tables';
+import { contendedTable, handoverFloorLine, heldTable, parallelTable, sequentialShareLine, sequentialTable } from './tables';
 import { TargetCheck, targetsTable } from './targets';
 
 /** "evalsha 2.00, get 3.00, …" per unit, largest first, for the diagnostics section. */
@@ -29,12 +29,13 @@ export function resultsMarkdown(results: BenchResults, checks: readonly TargetCh
   );
   out.push('');
   out.push('## Libraries', '');
-  for (const a of results.adapters) out.push(`- **${a.name}** (${a.role}): ${a.settings}`);
+  for (const a of [...results.adapters, ...results.diagnostics]) out.push(`- **${a.name}** (${a.role}): ${a.settings}`);
   out.push('');
   out.push('## Method', '');
   out.push(
     '- Round trips are counted in the client (every ioredis command; a pipeline is one). Redis commands are `INFO stats total_commands_processed` deltas, which include commands run inside Lua scripts; Redis CPU is `used_cpu_user + used_cpu_sys` deltas.',
     `- (a) one client, one key, acquire + release back to back: ${config.sequential.rounds} rounds × ${config.sequential.cyclesPerRound} cycles interleaved across libraries (each round starting with a different library), each on a fresh server after 200 warm-up cycles; time is the median round.`,
+    "- (a) ours-scripts runs in the same rounds: this library's acquire and release scripts with its keys and arguments, called by a bare ioredis client, so ours ÷ ours-scripts is what the library's client code adds and ours-scripts ÷ raw floor what its scripts add (both paired per round). It is not a peer and no target uses it.",
     `- (b) one client, ${config.parallel.inFlight} loops in flight, each on its own key: ${config.parallel.rounds} rounds × ${config.parallel.opsPerRound} ops, interleaved the same way, median round.`,
     '- Paired ratios: the machine (2 vCPUs shared with other tenants) drifts by up to 2× within a minute, so a speed target compares libraries round by round — ours ÷ raw floor in (a), ours ÷ the best peer of that same round in (b) — and is judged on the median of these per-round ratios; their min–max is shown beside it. The median-round figures are shown too, but two medians may come from rounds a minute apart.',
     `- (c) ${config.contended.workers} workers in this process, each with its own client (for ours: its own LockService, i.e. command + subscriber connection), one key; acquire, sleep the section, release, ask again at once. After a warm-up, the run lasts the stated time; workers still waiting then finish their wait (so the longest waits are measured, not cut off). A wait spans library give-ups (the worker asks again). Handoff = one worker's release call → a different worker entering. Overlaps are checked with an in-section counter on one clock.`,
@@ -45,6 +46,8 @@ export function resultsMarkdown(results: BenchResults, checks: readonly TargetCh
   );
   out.push('## Targets (issue 16)', '', renderTable(targetsTable(checks)), '');
   out.push('## (a) Sequential uncontended acquire + release', '', renderTable(sequentialTable(results)), '');
+  const share = sequentialShareLine(results);
+  if (share) out.push(share, '');
   out.push(`## (b) ${config.parallel.inFlight} in flight on distinct keys`, '', renderTable(parallelTable(results)), '');
   results.contended.forEach((run, i) => {
     out.push(

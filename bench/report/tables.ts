@@ -1,3 +1,4 @@
+import type { LockAdapter } from '../adapters';
 import type { HandoverFloorResult } from '../measure/handover-floor';
 import { pairedRatio } from '../measure/paired-ratio';
 import { fmt, fmtMs, fmtPct, fmtRatioSpread, Table } from './format';
@@ -5,23 +6,60 @@ import type { BenchResults } from './bench-results';
 
 type Row<T> = [label: string, cell: (r: T) => string];
 
-function sideBySide<T>(results: BenchResults, byLib: Record<string, T | undefined>, rows: Row<T>[]): Table {
-  const names = results.adapters.map((a) => a.name).filter((n) => byLib[n] !== undefined);
+function sideBySide<T>(
+  results: BenchResults,
+  byLib: Record<string, T | undefined>,
+  rows: Row<T>[],
+  adapters: readonly LockAdapter[] = results.adapters,
+): Table {
+  const names = adapters.map((a) => a.name).filter((n) => byLib[n] !== undefined);
   return [['', ...names], ...rows.map(([label, cell]) => [label, ...names.map((n) => cell(byLib[n] as T))])];
+}
+
+/** (a)'s columns: ours, then the parts of ours measured alone, then the peers and the floor. */
+function sequentialColumns(results: BenchResults): LockAdapter[] {
+  const ours = results.adapters.filter((a) => a.role === 'ours');
+  return [...ours, ...results.diagnostics, ...results.adapters.filter((a) => a.role !== 'ours')];
 }
 
 export function sequentialTable(results: BenchResults): Table {
   const floor = results.adapters.find((a) => a.role === 'floor')?.name;
   const floorRounds = floor ? results.sequential[floor]?.usPerCycleRounds : undefined;
-  return sideBySide(results, results.sequential, [
-    ['µs per cycle (median round)', (r) => fmt(r.usPerCycle)],
-    ['µs per cycle, rounds min–max', (r) => `${fmt(Math.min(...r.usPerCycleRounds), 0)}–${fmt(Math.max(...r.usPerCycleRounds), 0)}`],
-    ['÷ raw floor, paired per round: median (min–max)', (r) => (floorRounds ? fmtRatioSpread(pairedRatio(r.usPerCycleRounds, floorRounds)) : 'n/a')],
-    ['round trips per cycle', (r) => fmt(r.roundTripsPerCycle, 2)],
-    ['Redis commands per cycle', (r) => fmt(r.commandsPerCycle, 1)],
-    ['Redis CPU µs per cycle', (r) => fmt(r.cpuUsPerCycle)],
-    ['client CPU µs per cycle', (r) => fmt(r.clientCpuUsPerCycle)],
-  ]);
+  return sideBySide(
+    results,
+    results.sequential,
+    [
+      ['µs per cycle (median round)', (r) => fmt(r.usPerCycle)],
+      ['µs per cycle, rounds min–max', (r) => `${fmt(Math.min(...r.usPerCycleRounds), 0)}–${fmt(Math.max(...r.usPerCycleRounds), 0)}`],
+      [
+        '÷ raw floor, paired per round: median (min–max)',
+        (r) => (floorRounds ? fmtRatioSpread(pairedRatio(r.usPerCycleRounds, floorRounds)) : 'n/a'),
+      ],
+      ['round trips per cycle', (r) => fmt(r.roundTripsPerCycle, 2)],
+      ['Redis commands per cycle', (r) => fmt(r.commandsPerCycle, 1)],
+      ['Redis CPU µs per cycle', (r) => fmt(r.cpuUsPerCycle)],
+      ['client CPU µs per cycle', (r) => fmt(r.clientCpuUsPerCycle)],
+    ],
+    sequentialColumns(results),
+  );
+}
+
+/**
+ * Where ours' uncontended time goes, from (a)'s rounds paired: the library's client code (ours ÷ its scripts sent
+ * alone) and the server's scripts (its scripts alone ÷ the raw floor). Undefined when (a) ran without the diagnostic.
+ */
+export function sequentialShareLine(results: BenchResults): string | undefined {
+  const ours = results.adapters.find((a) => a.role === 'ours')?.name;
+  const floor = results.adapters.find((a) => a.role === 'floor')?.name;
+  const scripts = results.diagnostics[0]?.name;
+  const [o, f, s] = [ours, floor, scripts].map((n) => (n ? results.sequential[n] : undefined));
+  if (!o || !f || !s) return undefined;
+  return (
+    `Where ours' time goes, paired per round: its client code ${fmtRatioSpread(pairedRatio(o.usPerCycleRounds, s.usPerCycleRounds))} ` +
+    `(ours ÷ ${scripts}), its scripts ${fmtRatioSpread(pairedRatio(s.usPerCycleRounds, f.usPerCycleRounds))} (${scripts} ÷ ${floor}); ` +
+    `Redis CPU ${scripts} ÷ ${floor} ${fmtRatioSpread(pairedRatio(s.cpuUsPerCycleRounds, f.cpuUsPerCycleRounds))}, ` +
+    `client CPU per cycle ours ${fmt(o.clientCpuUsPerCycle)} µs, ${scripts} ${fmt(s.clientCpuUsPerCycle)}, ${floor} ${fmt(f.clientCpuUsPerCycle)}.`
+  );
 }
 
 export function parallelTable(results: BenchResults): Table {
