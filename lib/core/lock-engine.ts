@@ -349,9 +349,12 @@ export class LockEngine implements LockRuntime {
   ): Promise<Lock> {
     let trying: LockKeys | undefined;
     try {
-      for (const k of toTake) {
+      for (const [index, k] of toTake.entries()) {
         // Given up between keys: the keys taken so far go back (below).
         if (pending.options.signal?.aborted) throw abortReason(pending.options.signal);
+        if (index > 0 && pending.options.onBusy === 'retry' && monotonicNow() >= waitUntil) {
+          throw keysNotBegun(pending, toTake, index, tally);
+        }
         trying = this.store.keysFor(k);
         leases.push(await acquireOneKey(this.acquireContext, trying, pending.token, pending.options, waitUntil, tally));
         trying = undefined;
@@ -540,3 +543,20 @@ const failureOutcome = (error: unknown): AcquireOutcome =>
 const shutdownNotice = (shutdownTimeout: number) =>
   `the LockService is shutting down; finish or stop the guarded work within shutdownTimeout (${shutdownTimeout} ms). ` +
   `The lock stays held and renewed until the work releases it; work still running after that keeps the key only until its lease runs out`;
+
+/**
+ * `waitTimeout` bounds a waiting acquisition whatever its keys: it ran out before `toTake[next]` and the keys after it
+ * were tried (each key costs at least one round trip, and an earlier one may have waited). As for one key, only an
+ * attempt begun before the bound may end after it.
+ */
+function keysNotBegun(lock: Lock, toTake: readonly string[], next: number, tally: AcquireTally): LockTimeoutError {
+  const rest = toTake.length - next - 1;
+  return new LockTimeoutError(
+    toTake[next],
+    monotonicNow() - tally.startedAt,
+    tally.attempts,
+    `waitTimeout (${lock.options.waitTimeout} ms) ran out after ${next} of the ${toTake.length} keys this call takes were taken, ` +
+      `before "${toTake[next]}"${rest > 0 ? ` and ${rest} more` : ''} could be tried (each key costs at least one round trip to Redis); ` +
+      'nothing ran under the lock and the keys taken were given back. Raise waitTimeout, or lock fewer keys at once',
+  );
+}
