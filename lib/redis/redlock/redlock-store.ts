@@ -374,8 +374,7 @@ export class RedlockStore implements LockStore {
   }
 
   async release(keys: LockRedisKeys, token: string): Promise<ReleaseOutcome> {
-    this.tickets.forget(token, keys.lock);
-    this.winsWithAnswersDue.delete(token, keys.lock);
+    this.acquisitionOver(token, keys);
     const args = [keys.lock, keys.fence, keys.queue, keys.waiters, this.marker, token, this.channelPrefix, fenceProposal(), this.recovery];
     const n = this.nodes.length;
     const votes = await askAll(
@@ -414,11 +413,19 @@ export class RedlockStore implements LockStore {
   }
 
   async abandon(keys: LockRedisKeys, token: string): Promise<void> {
-    this.tickets.forget(token, keys.lock);
-    this.winsWithAnswersDue.delete(token, keys.lock);
+    this.acquisitionOver(token, keys);
     const args = this.handoverArgs(keys, token);
     const votes = await askAll(this.nodes, (_, i) => this.abandonOn(i, keys, token, args));
     if (count(votes) < this.quorum) throw this.fewAnswers('abandon', keys, votes);
+  }
+
+  /**
+   * Released or abandoned: this acquisition never attempts again (its ticket goes), and a late answer from now on is an
+   * ended acquisition's, not the holder's (see late-answers.ts).
+   */
+  private acquisitionOver(token: string, keys: LockRedisKeys): void {
+    this.tickets.forget(token, keys.lock);
+    this.winsWithAnswersDue.delete(token, keys.lock);
   }
 
   abandonQuietly(keys: LockRedisKeys, token: string): void {
