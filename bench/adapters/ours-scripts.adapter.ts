@@ -12,6 +12,16 @@ type ScriptsClient = Redis & {
   benchRelease(...keysThenArgs: string[]): Promise<unknown>;
 };
 
+/** The arguments this library sends with its scripts by default (the bench's ttl), as the text it sends. */
+export const OURS_SCRIPT_ARGS = {
+  keyPrefix: LOCK_DEFAULTS.keyPrefix,
+  /** A waiting acquisition's place lease, and the queue keys' expiry. */
+  lease: String(LOCK_DEFAULTS.waiterLease),
+  queueExpiry: queueKeysExpiry(LOCK_DEFAULTS.waiterLease),
+  ttl: String(BENCH_TTL_MS),
+  channelPrefix: waiterChannelPrefix(LOCK_DEFAULTS.keyPrefix),
+} as const;
+
 /**
  * This library's own acquire and release scripts with the keys and arguments it sends (a first attempt of a waiting
  * acquisition, an owner token of its format), called by one bare ioredis client with EVALSHA: what Redis does for
@@ -27,11 +37,7 @@ export const oursScriptsAdapter: LockAdapter = {
     client.defineCommand('benchAcquire', { numberOfKeys: 4, lua: ACQUIRE_SCRIPT });
     client.defineCommand('benchRelease', { numberOfKeys: 4, lua: RELEASE_SCRIPT });
     await client.ping();
-    const { keyPrefix, waiterLease } = LOCK_DEFAULTS;
-    const lease = String(waiterLease);
-    const queueExpiry = queueKeysExpiry(waiterLease);
-    const ttl = String(BENCH_TTL_MS);
-    const channelPrefix = waiterChannelPrefix(keyPrefix);
+    const { keyPrefix, lease, queueExpiry, ttl, channelPrefix } = OURS_SCRIPT_ARGS;
     return {
       async acquire(key: string): Promise<Held | null> {
         const keys = lockRedisKeys(keyPrefix, key);

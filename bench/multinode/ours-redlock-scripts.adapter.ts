@@ -1,13 +1,12 @@
 import Redis from 'ioredis';
 import { newOwnerToken } from '../../lib/core/owner-token';
-import { LOCK_DEFAULTS } from '../../lib/options/lock-defaults';
-import { lockRedisKeys, waiterChannelPrefix } from '../../lib/redis/lock-redis-keys';
+import { lockRedisKeys } from '../../lib/redis/lock-redis-keys';
 import { nodeMarkerKey } from '../../lib/redis/redlock';
 import { fenceProposal } from '../../lib/redis/redlock/fence-proposal';
 import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_RELEASE_SCRIPT } from '../../lib/redis/redlock/redlock-scripts';
-import { queueKeysExpiry } from '../../lib/redis/scripts/lua-functions';
 import { wallClockMicros } from '../../lib/time/clock';
 import { BENCH_TTL_MS, Held, LockAdapter, LockClient } from '../adapters/lock-adapter';
+import { OURS_SCRIPT_ARGS } from '../adapters/ours-scripts.adapter';
 
 type NodeClient = Redis & {
   benchAcquire(...keysThenArgs: string[]): Promise<unknown>;
@@ -51,12 +50,8 @@ export const oursRedlockScriptsAdapter: LockAdapter = {
       });
     await Promise.all(clients.map((c) => c.ping()));
     const quorum = Math.floor(clients.length / 2) + 1;
-    const { keyPrefix, waiterLease } = LOCK_DEFAULTS;
+    const { keyPrefix, lease, queueExpiry, ttl, channelPrefix } = OURS_SCRIPT_ARGS;
     const marker = nodeMarkerKey(keyPrefix);
-    const channelPrefix = waiterChannelPrefix(keyPrefix);
-    const lease = String(waiterLease);
-    const queueExpiry = queueKeysExpiry(waiterLease);
-    const ttl = String(BENCH_TTL_MS);
     return {
       async acquire(key: string): Promise<Held | null> {
         const k = lockRedisKeys(keyPrefix, key);
