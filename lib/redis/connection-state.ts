@@ -91,12 +91,15 @@ export class ConnectionState implements CommandGate {
 
   /**
    * Every new connection (a socket of the client: the first, and each one after a reconnect) is checked by `check`
-   * before any call goes through it; calls wait for the verdict within their own deadline. `checkedSocket`: a
-   * connection (the client's `stream`) that passed the same check at startup.
+   * before any call goes through it; calls wait for the verdict within their own deadline.
    */
-  checkEachConnection(check: ConnectionCheck, checkedSocket?: unknown): void {
+  checkEachConnection(check: ConnectionCheck): void {
     this.check = check;
-    if (checkedSocket !== undefined) this.checked = { socket: checkedSocket, at: monotonicNow() };
+  }
+
+  /** `socket` (the client's `stream`) passed the same check elsewhere (startup's): not checked again before its first call. */
+  passedCheck(socket: unknown): void {
+    if (this.check) this.checked = { socket, at: monotonicNow() };
   }
 
   admit(operation: string): undefined | Error | 'wait' {

@@ -1,10 +1,9 @@
-import { ttlOfOwnerToken } from '../core/owner-token';
+import { acquisitionId, ttlOfOwnerToken } from '../core/owner-token';
 import { LockConnectionError } from '../errors/lock-connection.error';
 import { monotonicNow } from '../time/clock';
 import type { LockRedisKeys } from './lock-redis-keys';
 import { isClusterClient, type RedisClient } from './redis-connection';
 import { ClusterMasterProbes, type KeptCleanUps } from './cluster-master-probes';
-import { acquisitionId } from '../core/owner-token';
 
 /**
  * Most clean-ups kept for a reconnect. Each is a few hundred bytes; a longer outage with more failed acquisitions

@@ -100,7 +100,7 @@ class RedisBackend implements LockBackend {
       const checked = socketOf(client);
       await this.refuseWrongServer(client, commandTimeout);
       // The connection startup checked is not checked again before the first lock call.
-      if (!viaSentinels(client)) this.connectionState.checkEachConnection(() => this.replicaRefusal(client, commandTimeout), checked);
+      this.connectionState.passedCheck(checked);
     }
     await this.refuseWithoutPermission();
     // Handed over while its quit() was still on the way (status still 'ready'): the questions above failed quietly.
