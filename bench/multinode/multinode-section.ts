@@ -1,8 +1,8 @@
 import type { LockAdapter } from '../adapters/lock-adapter';
 import { freshNodes } from '../measure/bench-server';
 import { interleavedRounds } from '../measure/interleaved';
-import { pairedRatio } from '../measure/paired-ratio';
-import { fmt, fmtMs, fmtPct, fmtRatioSpread, renderTable, Table } from '../report/format';
+import { fmt, fmtMs, fmtPct, renderTable, Table } from '../report/format';
+import { oursShareLine } from '../report/share-line';
 import { mergeContendedRepeats, runContended, ContendedResult } from '../workloads/contended.workload';
 import { runParallelRound, summarizeParallel, ParallelResult } from '../workloads/parallel-distinct.workload';
 import { runSequentialRound, summarizeSequential, SequentialResult, SequentialRound } from '../workloads/sequential.workload';
@@ -192,12 +192,7 @@ export function multiNodeShareLine(results: MultiNodeResults): string | undefine
   const peers = results.adapters.filter((a) => a.role === 'peer' && s[a.name]).map((a) => a.name);
   if (!ours || !scripts || !s[ours] || !s[scripts] || peers.length === 0) return undefined;
   const peer = peers.reduce((a, b) => (s[b].usPerCycle < s[a].usPerCycle ? b : a));
-  return (
-    `Where ours' (m-a) time goes, paired per round: its client code ${fmtRatioSpread(pairedRatio(s[ours].usPerCycleRounds, s[scripts].usPerCycleRounds))} ` +
-    `(ours ÷ ${scripts}), its scripts ${fmtRatioSpread(pairedRatio(s[scripts].usPerCycleRounds, s[peer].usPerCycleRounds))} (${scripts} ÷ ${peer}); ` +
-    `Redis CPU, all nodes, ${scripts} ÷ ${peer} ${fmtRatioSpread(pairedRatio(s[scripts].cpuUsPerCycleRounds, s[peer].cpuUsPerCycleRounds))}; ` +
-    `client CPU per cycle ours ${fmt(s[ours].clientCpuUsPerCycle)} µs, ${scripts} ${fmt(s[scripts].clientCpuUsPerCycle)}, ${peer} ${fmt(s[peer].clientCpuUsPerCycle)}.`
-  );
+  return oursShareLine("Where ours' (m-a) time goes", s, { ours, scripts, reference: peer }, ', all nodes,');
 }
 
 export function multiNodeChecksTable(checks: MultiNodeCheck[]): Table {

@@ -3,6 +3,7 @@ import type { HandoverFloorResult } from '../measure/handover-floor';
 import { pairedRatio } from '../measure/paired-ratio';
 import { fmt, fmtMs, fmtPct, fmtRatioSpread, Table } from './format';
 import type { BenchResults } from './bench-results';
+import { oursShareLine } from './share-line';
 
 type Row<T> = [label: string, cell: (r: T) => string];
 
@@ -52,14 +53,8 @@ export function sequentialShareLine(results: BenchResults): string | undefined {
   const ours = results.adapters.find((a) => a.role === 'ours')?.name;
   const floor = results.adapters.find((a) => a.role === 'floor')?.name;
   const scripts = results.diagnostics[0]?.name;
-  const [o, f, s] = [ours, floor, scripts].map((n) => (n ? results.sequential[n] : undefined));
-  if (!o || !f || !s) return undefined;
-  return (
-    `Where ours' time goes, paired per round: its client code ${fmtRatioSpread(pairedRatio(o.usPerCycleRounds, s.usPerCycleRounds))} ` +
-    `(ours ÷ ${scripts}), its scripts ${fmtRatioSpread(pairedRatio(s.usPerCycleRounds, f.usPerCycleRounds))} (${scripts} ÷ ${floor}); ` +
-    `Redis CPU ${scripts} ÷ ${floor} ${fmtRatioSpread(pairedRatio(s.cpuUsPerCycleRounds, f.cpuUsPerCycleRounds))}, ` +
-    `client CPU per cycle ours ${fmt(o.clientCpuUsPerCycle)} µs, ${scripts} ${fmt(s.clientCpuUsPerCycle)}, ${floor} ${fmt(f.clientCpuUsPerCycle)}.`
-  );
+  if (!ours || !floor || !scripts || [ours, floor, scripts].some((n) => !results.sequential[n])) return undefined;
+  return oursShareLine("Where ours' time goes", results.sequential, { ours, scripts, reference: floor });
 }
 
 export function parallelTable(results: BenchResults): Table {
